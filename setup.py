@@ -1,0 +1,47 @@
+"""Declares the compiled extension; everything else lives in pyproject.toml."""
+import os
+import platform
+import sys
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("FASTATARI_DEBUG_CYTHON") == "1"
+
+if sys.platform == "win32":
+    # MSVC: /fp:precise never contracts a*b+c into an FMA.
+    compile_args = ["/O2", "/fp:precise"]
+else:
+    # Portable: no -march; ISA-specific code is reached through run-time dispatch only.
+    # -ffp-contract=off keeps OpenCV's float32 rounding (an FMA changes it).
+    compile_args = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-std=c99"]
+    if not DEBUG:
+        compile_args.append("-g0")
+
+machine = platform.machine().lower()
+x86 = machine in ("x86_64", "amd64", "i386", "i686")
+# target attributes and __builtin_cpu_supports: GCC and clang on x86, not MSVC.
+x86_dispatch = x86 and sys.platform != "win32"
+
+extension = Extension(
+    "fastatari._kernels",
+    sources=["fastatari/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c"],
+    include_dirs=["csrc", np.get_include()],
+    define_macros=[
+        ("FA_X86_DISPATCH", "1" if x86_dispatch else "0"),
+        ("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION"),
+    ],
+    extra_compile_args=compile_args,
+)
+
+directives = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": not DEBUG,
+    "embedsignature": True,
+}
+
+setup(ext_modules=cythonize([extension], compiler_directives=directives))

@@ -1,0 +1,220 @@
+"""The kernels are byte-identical to the OpenCV/numpy pipeline they replace, on every SIMD path."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastatari import kernels
+
+SIZES = [(84, 84), (64, 48), (48, 64), (53, 71), (80, 105), (40, 70), (160, 105), (33, 17),
+         (1, 1), (159, 209), (160, 210), (7, 200)]
+
+
+def cv_area(img, size):
+    return cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+
+
+def reference_stack_step(prev_img, last_img, stack, channels_last, maxpool=True):
+    """The pipeline the fused kernels replace: max -> INTER_AREA -> roll and assign."""
+    frame = np.maximum(prev_img, last_img) if maxpool else last_img
+    if channels_last:
+        h, w = stack.shape[:2]
+        k = stack.shape[2] // (3 if frame.ndim == 3 else 1)
+        small = cv_area(frame, (w, h))
+        out = stack.reshape(h, w, k, -1).copy()
+        out[:, :, :-1] = out[:, :, 1:]
+        out[:, :, -1] = small.reshape(h, w, -1)
+        return out.reshape(stack.shape)
+    h, w = stack.shape[1:3]
+    out = np.roll(stack, -1, axis=0)
+    out[-1] = cv_area(frame, (w, h))
+    return out
+
+
+def stack_for(size, k, rgb, channels_last, rng):
+    w, h = size
+    if channels_last:
+        shape = (h, w, 3 * k) if rgb else (h, w, k)
+    else:
+        shape = (k, h, w, 3) if rgb else (k, h, w)
+    return rng.integers(0, 256, shape, dtype=np.uint8)
+
+
+def test_simd_paths_listed():
+    assert kernels.simd_available()[0] == "scalar"
+    assert kernels.simd_path() in kernels.simd_available()
+
+
+def test_rgb_to_gray_all_triples(simd):
+    # every one of the 2^24 RGB triples
+    v = np.arange(1 << 24, dtype=np.uint32)
+    rgb = np.stack([(v >> 16) & 255, (v >> 8) & 255, v & 255], axis=-1).astype(np.uint8)
+    rgb = rgb.reshape(4096, 4096, 3)
+    assert np.array_equal(kernels.rgb_to_gray(rgb), cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
+
+
+def test_rgb_to_gray_real_frames(simd, game_frames):
+    for frames in game_frames.values():
+        for _, _, rgb in frames:
+            assert np.array_equal(kernels.rgb_to_gray(rgb), cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_resize_area_real_frames(simd, game_frames, size):
+    for frames in game_frames.values():
+        for _, gray, rgb in frames[::3]:
+            assert np.array_equal(kernels.resize_area(gray, size), cv_area(gray, size))
+            assert np.array_equal(kernels.resize_area(rgb, size), cv_area(rgb, size))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    src=st.tuples(st.integers(1, 260), st.integers(1, 200)),
+    frac=st.tuples(st.floats(0.01, 1.0), st.floats(0.01, 1.0)),
+    cn=st.sampled_from([1, 3]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_resize_area_random_images(src, frac, cn, seed):
+    h, w = src
+    size = (max(1, int(w * frac[1])), max(1, int(h * frac[0])))
+    img = np.random.default_rng(seed).integers(0, 256, (h, w, cn) if cn == 3 else (h, w), np.uint8)
+    for path in kernels.simd_available():
+        previous = kernels.set_simd_path(path)
+        try:
+            assert np.array_equal(kernels.resize_area(img, size), cv_area(img, size)), path
+        finally:
+            kernels.set_simd_path(previous)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("size", [(84, 84), (64, 48), (53, 71), (80, 105)])
+def test_step_palette_gray_and_rgb(simd, game_frames, size, channels_last):
+    rng = np.random.default_rng(0)
+    for frames in game_frames.values():
+        # LUTs read off the frames themselves: the palette index -> ALE's gray / RGB
+        gray_lut = np.zeros(256, np.uint8)
+        rgb_lut = np.zeros((256, 3), np.uint8)
+        for idx, gray, rgb in frames:
+            gray_lut[idx] = gray
+            rgb_lut[idx] = rgb
+        for (i0, g0, c0), (i1, g1, c1) in zip(frames[:-1:2], frames[1::2]):
+            for lut, img0, img1, is_rgb in ((gray_lut, g0, g1, False), (rgb_lut, c0, c1, True)):
+                stack = stack_for(size, 4, is_rgb, channels_last, rng)
+                expected = reference_stack_step(img0, img1, stack, channels_last)
+                kernels.step_palette(i0, i1, lut, stack, channels_last=channels_last)
+                assert np.array_equal(stack, expected)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 5])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("grayscale", [True, False])
+def test_step_rgb(simd, game_frames, k, channels_last, grayscale):
+    rng = np.random.default_rng(1)
+    for frames in game_frames.values():
+        for (_, _, c0), (_, _, c1) in zip(frames[:8:2], frames[1:8:2]):
+            for maxpool in (True, False):
+                stack = stack_for((84, 84), k, not grayscale, channels_last, rng)
+                if grayscale:
+                    prev_img = cv2.cvtColor(c0, cv2.COLOR_RGB2GRAY)
+                    last_img = cv2.cvtColor(c1, cv2.COLOR_RGB2GRAY)
+                else:
+                    prev_img, last_img = c0, c1
+                expected = reference_stack_step(prev_img, last_img, stack, channels_last, maxpool)
+                kernels.step_rgb(c0, c1, stack, grayscale=grayscale, maxpool=maxpool,
+                                 channels_last=channels_last)
+                assert np.array_equal(stack, expected)
+
+
+def test_step_palette_any_lut_and_screen(simd):
+    """Generic screens (other heights, PAL-like) and random LUTs, through every path."""
+    rng = np.random.default_rng(7)
+    for h, w in [(210, 160), (250, 160), (214, 160), (230, 160), (37, 41)]:
+        lut = rng.integers(0, 256, 256, dtype=np.uint8)
+        a = rng.integers(0, 256, (h, w), dtype=np.uint8)
+        b = rng.integers(0, 256, (h, w), dtype=np.uint8)
+        stack = np.zeros((4, 30, 21), np.uint8)
+        expected = reference_stack_step(lut[a], lut[b], stack, False)
+        kernels.step_palette(a, b, lut, stack)
+        assert np.array_equal(stack, expected)
+
+
+def test_step_palette_without_maxpool(simd, game_frames):
+    idx0, gray0, _ = game_frames["breakout"][0]
+    idx1, gray1, _ = game_frames["breakout"][1]
+    lut = np.zeros(256, np.uint8)
+    lut[idx0], lut[idx1] = gray0, gray1
+    stack = np.zeros((4, 84, 84), np.uint8)
+    kernels.step_palette(idx0, idx1, lut, stack, maxpool=False)
+    assert np.array_equal(stack[-1], cv_area(gray1, (84, 84)))
+    assert not stack[:-1].any()
+
+
+def test_all_known(simd):
+    known = np.zeros(256, np.uint8)
+    known[[0, 2, 4, 255]] = 1
+    screen = np.array([[0, 2, 4, 255] * 40] * 3, np.uint8)
+    assert kernels.all_known(screen, known)
+    for pos in (0, 63, 64, 479):
+        bad = screen.copy()
+        bad.flat[pos] = 3
+        assert not kernels.all_known(bad, known)
+
+
+class TestErrors:
+    def test_upscale_rejected(self):
+        with pytest.raises(ValueError, match="only downscales"):
+            kernels.resize_area(np.zeros((10, 10), np.uint8), (11, 10))
+
+    def test_wrong_dtype(self):
+        with pytest.raises(TypeError, match="src must have dtype uint8"):
+            kernels.resize_area(np.zeros((10, 10), np.float32), (5, 5))
+
+    def test_not_an_array(self):
+        with pytest.raises(TypeError, match="src must be a numpy.ndarray"):
+            kernels.rgb_to_gray([[1, 2, 3]])
+
+    def test_non_contiguous(self):
+        with pytest.raises(ValueError, match="prev must be C-contiguous"):
+            a = np.zeros((210, 320), np.uint8)[:, ::2]
+            kernels.step_palette(a, np.zeros((210, 160), np.uint8), np.zeros(256, np.uint8),
+                                 np.zeros((4, 84, 84), np.uint8))
+
+    def test_prev_last_mismatch(self):
+        with pytest.raises(ValueError, match="prev and last must have the same shape"):
+            kernels.step_palette(np.zeros((210, 160), np.uint8), np.zeros((250, 160), np.uint8),
+                                 np.zeros(256, np.uint8), np.zeros((4, 84, 84), np.uint8))
+
+    def test_bad_lut(self):
+        with pytest.raises(ValueError, match="lut must have shape"):
+            kernels.step_palette(np.zeros((210, 160), np.uint8), np.zeros((210, 160), np.uint8),
+                                 np.zeros(128, np.uint8), np.zeros((4, 84, 84), np.uint8))
+
+    def test_stack_wrong_layout(self):
+        with pytest.raises(ValueError, match="stack must be an RGB stack"):
+            kernels.step_palette(np.zeros((210, 160), np.uint8), np.zeros((210, 160), np.uint8),
+                                 np.zeros((256, 3), np.uint8), np.zeros((4, 84, 84), np.uint8))
+
+    def test_stack_larger_than_screen(self):
+        stack = np.full((4, 300, 84), 7, np.uint8)
+        with pytest.raises(ValueError, match="only downscales"):
+            kernels.step_palette(np.zeros((210, 160), np.uint8), np.zeros((210, 160), np.uint8),
+                                 np.zeros(256, np.uint8), stack)
+        assert (stack == 7).all()  # untouched
+
+    def test_read_only_stack(self):
+        stack = np.zeros((4, 84, 84), np.uint8)
+        stack.flags.writeable = False
+        with pytest.raises(ValueError, match="stack must be writeable"):
+            kernels.step_rgb(np.zeros((210, 160, 3), np.uint8), np.zeros((210, 160, 3), np.uint8),
+                             stack)
+
+    def test_bad_size(self):
+        with pytest.raises(TypeError, match="size must be a"):
+            kernels.resize_area(np.zeros((10, 10), np.uint8), 5)
+
+    def test_unknown_simd(self):
+        with pytest.raises(ValueError, match="not available"):
+            kernels.set_simd_path("neon9000")
