@@ -33,7 +33,7 @@ FA_AVX512 static void row_palette_avx512vbmi(const uint8_t *a, const uint8_t *b,
                                              int cn, int n, uint8_t *out)
 {
     if (cn != 1) {
-        row_palette_avx2(a, b, lut, cn, n, out);
+        row_palette_avx2_loads(a, b, lut, cn, n, out);
         return;
     }
     fa_lut512 t = fa_lut512_load(lut);
@@ -54,7 +54,7 @@ FA_AVX512 static void row_palette_avx512vbmi(const uint8_t *a, const uint8_t *b,
 FA_AVX512 static void hpass_avx512vbmi(const fa_plan *p, const uint8_t *row, float *hrow)
 {
     if (!p->blocks_ok) {
-        hpass_avx2(p, row, hrow);
+        hpass_avx2_shuffle(p, row, hrow);
         return;
     }
     const __mmask64 lane_low_bytes = 0x1111111111111111ull;

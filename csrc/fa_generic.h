@@ -13,16 +13,14 @@ FA_TARGET static void FA_NAME(row_palette)(const uint8_t *a, const uint8_t *b, c
                                            int cn, int n, uint8_t *out)
 {
     if (cn == 1) {
-        /* A 32-bit table lets the compiler gather. */
-        uint32_t lut32[256];
-        for (int i = 0; i < 256; i++) lut32[i] = lut[i];
+        /* byte loads: a gather would be slower than two loads per pixel */
         if (b) {
             for (int x = 0; x < n; x++) {
-                uint32_t va = lut32[a[x]], vb = lut32[b[x]];
-                out[x] = (uint8_t)(va > vb ? va : vb);
+                uint8_t va = lut[a[x]], vb = lut[b[x]];
+                out[x] = va > vb ? va : vb;
             }
         } else {
-            for (int x = 0; x < n; x++) out[x] = (uint8_t)lut32[a[x]];
+            for (int x = 0; x < n; x++) out[x] = lut[a[x]];
         }
         return;
     }

@@ -18,13 +18,16 @@ const fa_impl fa_impl_scalar = {"scalar",        row_palette_scalar, row_rgb_gra
 #if FA_X86_DISPATCH
 /* The same C, vectorised by the compiler for AVX2. */
 #define FA_NAME(f) f##_avx2
-#define FA_TARGET __attribute__((target("avx2")))
+#define FA_TARGET __attribute__((target("avx2"), unused))
 #include "fa_generic.h"
 #undef FA_NAME
 #undef FA_TARGET
 
-const fa_impl fa_impl_avx2 = {"avx2",        row_palette_avx2, row_rgb_gray_avx2,
-                              row_max_avx2,  hpass_avx2,       vpass_avx2,
+/* Hand-written AVX2 where compilers do not vectorise well: LUT, taps, vertical pass. */
+#include "fa_avx2.h"
+
+const fa_impl fa_impl_avx2 = {"avx2",          row_palette_avx2_loads, row_rgb_gray_avx2,
+                              row_max_avx2,    hpass_avx2_shuffle,     vpass_avx2_vec,
                               rgb_to_gray_avx2, all_known_avx2};
 
 /* Hand-written AVX-512 VBMI where it pays (LUT, taps, vertical pass); AVX2 C elsewhere. */

@@ -109,6 +109,41 @@ static int blocks_init(fa_plan *p)
     return FA_OK;
 }
 
+/* Blocks of 8 outputs for AVX2: each half (4 outputs) reads a 16-byte window inside the row. */
+static int blocks8_init(fa_plan *p)
+{
+    int cn = p->cn, taps = p->x.taps, nout = p->dst_w * cn, row_len = p->src_w * cn;
+    p->nblocks8 = (nout + 7) / 8;
+    p->blocks8_ok = 0;
+    if (row_len < 16) return FA_OK;
+    p->block8_base = malloc(sizeof(int32_t) * 2 * p->nblocks8);
+    p->block8_perm = malloc((size_t)p->nblocks8 * taps * 32);
+    p->block8_weight = calloc((size_t)p->nblocks8 * taps * 8, sizeof(float));
+    if (!p->block8_base || !p->block8_perm || !p->block8_weight) return FA_ENOMEM;
+    memset(p->block8_perm, 0x80, (size_t)p->nblocks8 * taps * 32);
+    for (int h = 0; h < 2 * p->nblocks8; h++) {
+        int first = 4 * h;
+        if (first >= nout) {
+            p->block8_base[h] = 0;
+            continue;
+        }
+        int base = p->x.index[(first / cn) * taps] * cn;
+        if (base > row_len - 16) base = row_len - 16; /* keep the 16-byte load inside the row */
+        p->block8_base[h] = base;
+        for (int j = 0; j < 4 && first + j < nout; j++) {
+            int o = first + j, x = o / cn, c = o % cn, lane = 4 * (h % 2) + j, b = h / 2;
+            for (int k = 0; k < taps; k++) {
+                int byte = p->x.index[x * taps + k] * cn + c - base;
+                if (byte < 0 || byte >= 16) return FA_OK; /* does not fit: scalar pass */
+                p->block8_perm[((size_t)b * taps + k) * 32 + 16 * (h % 2) + 4 * j] = (uint8_t)byte;
+                p->block8_weight[((size_t)b * taps + k) * 8 + lane] = p->x.weight[x * taps + k];
+            }
+        }
+    }
+    p->blocks8_ok = 1;
+    return FA_OK;
+}
+
 int fa_plan_init(fa_plan *p, int src_h, int src_w, int dst_h, int dst_w, int cn)
 {
     memset(p, 0, sizeof(*p));
@@ -136,6 +171,7 @@ int fa_plan_init(fa_plan *p, int src_h, int src_w, int dst_h, int dst_w, int cn)
     int err = axis_init(&p->x, src_w, dst_w);
     if (err == FA_OK) err = axis_init(&p->y, src_h, dst_h);
     if (err == FA_OK) err = blocks_init(p);
+    if (err == FA_OK) err = blocks8_init(p);
     if (err != FA_OK) fa_plan_free(p);
     return err;
 }
@@ -150,5 +186,8 @@ void fa_plan_free(fa_plan *p)
     free(p->block_mask);
     free(p->block_perm);
     free(p->block_weight);
+    free(p->block8_base);
+    free(p->block8_perm);
+    free(p->block8_weight);
     memset(p, 0, sizeof(*p));
 }

@@ -45,6 +45,12 @@ typedef struct {
     uint64_t *block_mask; /* [nblocks] the window's bytes that lie inside the row */
     uint8_t *block_perm;  /* [nblocks * taps * 64] byte of tap k for lane j at 4 * j */
     float *block_weight;  /* [nblocks * taps * 16] */
+    /* The same in blocks of 8 outputs for AVX2's in-lane byte shuffles: outputs 0-3 and 4-7 each
+     * read a 16-byte window. */
+    int nblocks8, blocks8_ok;
+    int32_t *block8_base; /* [nblocks8 * 2] */
+    uint8_t *block8_perm; /* [nblocks8 * taps * 32] byte of tap k for lane j at 4 * j, 0x80 = zero */
+    float *block8_weight; /* [nblocks8 * taps * 8] */
 } fa_plan;
 
 enum { FA_OK = 0, FA_ENOMEM = -1, FA_EUPSCALE = -2, FA_ESIZE = -3 };

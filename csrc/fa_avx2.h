@@ -1,0 +1,73 @@
+/* AVX2 horizontal pass (x86-64 only; included by fa_kernels.c under FA_X86_DISPATCH): the taps of
+ * 8 outputs are in-lane byte shuffles of two 16-byte windows, zero-extended into 32-bit lanes.
+ * Every float operation is the same, in the same order, as the scalar code. */
+#include <immintrin.h>
+
+#define FA_AVX2 __attribute__((target("avx2")))
+
+FA_AVX2 static void hpass_avx2_shuffle(const fa_plan *p, const uint8_t *row, float *hrow)
+{
+    if (!p->blocks8_ok) {
+        hpass_avx2(p, row, hrow);
+        return;
+    }
+    const int taps = p->x.taps, nblocks = p->nblocks8;
+    const int32_t *const base = p->block8_base;
+    const uint8_t *perm = p->block8_perm;
+    const float *w = p->block8_weight;
+    for (int b = 0; b < nblocks; b++, perm += 32 * taps, w += 8 * taps) {
+        const __m256i win = _mm256_loadu2_m128i((const __m128i *)(row + base[2 * b + 1]),
+                                                (const __m128i *)(row + base[2 * b]));
+        __m256 acc = _mm256_mul_ps(
+            _mm256_cvtepi32_ps(_mm256_shuffle_epi8(win, _mm256_loadu_si256((const __m256i *)perm))),
+            _mm256_loadu_ps(w));
+        for (int k = 1; k < taps; k++)
+            acc = _mm256_add_ps(
+                acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_shuffle_epi8(
+                                       win, _mm256_loadu_si256((const __m256i *)(perm + 32 * k)))),
+                                   _mm256_loadu_ps(w + 8 * k)));
+        _mm256_storeu_ps(hrow + 8 * b, acc);
+    }
+}
+
+/* Gray LUT and max, 8 pixels at a time: byte loads assembled in a register, then one vector max
+ * (compilers otherwise emit emulated gathers here, which are slower than plain loads). */
+FA_AVX2 static void row_palette_avx2_loads(const uint8_t *a, const uint8_t *b, const uint8_t *lut,
+                                           int cn, int n, uint8_t *out)
+{
+    int x = 0;
+    if (cn == 1 && b) {
+        for (; x + 8 <= n; x += 8) {
+            uint64_t va = 0, vb = 0;
+            for (int j = 0; j < 8; j++) {
+                va |= (uint64_t)lut[a[x + j]] << (8 * j);
+                vb |= (uint64_t)lut[b[x + j]] << (8 * j);
+            }
+            __m128i m = _mm_max_epu8(_mm_cvtsi64_si128((long long)va), _mm_cvtsi64_si128((long long)vb));
+            _mm_storel_epi64((__m128i *)(out + x), m);
+        }
+    }
+    if (x < n) row_palette_avx2(a + x, b ? b + x : NULL, lut, cn, n - x, out + x * cn);
+}
+
+FA_AVX2 static void vpass_avx2_vec(const fa_plan *p, int dy, const float *const *hrows, uint8_t *out)
+{
+    const int n = p->dst_w * p->cn, taps = p->y.taps;
+    const float *beta = p->y.weight + dy * taps;
+    for (int i = 0; i < n; i += 8) { /* hrows are padded to 16 values */
+        __m256 acc = _mm256_mul_ps(_mm256_set1_ps(beta[0]), _mm256_loadu_ps(hrows[0] + i));
+        for (int k = 1; k < taps; k++)
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(beta[k]), _mm256_loadu_ps(hrows[k] + i)));
+        /* round half to even (the default MXCSR mode), then saturate to [0, 255] */
+        __m256i v = _mm256_cvtps_epi32(acc);
+        __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        __m128i b8 = _mm_packus_epi16(w16, w16);
+        if (n - i >= 8) {
+            _mm_storel_epi64((__m128i *)(out + i), b8);
+        } else {
+            uint8_t tail[16];
+            _mm_storeu_si128((__m128i *)tail, b8);
+            memcpy(out + i, tail, (size_t)(n - i));
+        }
+    }
+}
