@@ -588,6 +588,12 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if finalizer is not None:
             finalizer()  # runs once
 
+    def __enter__(self) -> "AtariVectorEnv":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def __del__(self) -> None:
         # weakref.finalize does the work; this only keeps gymnasium's VectorEnv.__del__ quiet
         pass

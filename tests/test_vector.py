@@ -1,0 +1,376 @@
+"""AtariVectorEnv: parity with gymnasium's vector env of the reference pipeline, autoreset modes,
+async batches, crash recovery, bad input and cleanup."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from ale_py.registration import rom_id_to_name
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+import fastatari  # noqa: F401 - registers fastatari/<Game>-v5
+from fastatari.vector import AtariVectorEnv, WorkerError, make_vec
+
+gym.register_envs(ale_py)
+
+FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=1200)
+
+
+def reference_vec(game_id: str, n: int, mode=AutoresetMode.NEXT_STEP, stack=4, **kw):
+    """gymnasium's own vector env over the reference pipeline."""
+    frames = kw.pop("max_num_frames_per_episode", 108_000)
+    p = kw.pop("repeat_action_probability", 0.25)
+
+    def make():
+        base = gym.make(game_id, frameskip=1, repeat_action_probability=p,
+                        max_num_frames_per_episode=frames)
+        return FrameStackObservation(AtariPreprocessing(base, **kw), stack)
+
+    return SyncVectorEnv([make for _ in range(n)], autoreset_mode=mode)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def shm_segments() -> set:
+    return {name for name in os.listdir("/dev/shm") if name.startswith("psm_")}
+
+
+def run_both(ours, ref, steps, seed, rng):
+    obs, _ = ours.reset(seed=seed)
+    ref_obs, _ = ref.reset(seed=seed)
+    assert np.array_equal(obs, ref_obs)
+    ends = 0
+    for t in range(steps):
+        actions = rng.integers(0, ours.single_action_space.n, ours.num_envs)
+        obs, rew, term, trunc, info = ours.step(actions)
+        r_obs, r_rew, r_term, r_trunc, r_info = ref.step(actions)
+        assert np.array_equal(obs, r_obs), f"step {t}"
+        assert np.array_equal(rew, r_rew), f"step {t}"
+        assert np.array_equal(term, r_term), f"step {t}"
+        assert np.array_equal(trunc, r_trunc), f"step {t}"
+        assert np.array_equal(info["lives"], r_info["lives"]), f"step {t}"
+        ends += int((term | trunc).sum())
+    return ends
+
+
+@pytest.mark.parametrize("num_workers", [1, 2, 3])
+def test_parity_with_gymnasium_vector_env(num_workers):
+    n = 3
+    rng = np.random.default_rng(num_workers)
+    with make_vec("breakout", n, num_workers=num_workers, **FAST) as ours:
+        ref = reference_vec("ALE/Breakout-v5", n, **FAST)
+        ends = run_both(ours, ref, 420, seed=11, rng=rng)
+        # reset() without a seed continues each env's generators
+        ends += run_both(ours, ref, 60, seed=None, rng=rng)
+        ref.close()
+    assert ends >= 3  # several episode ends (truncations at 1,200 frames) crossed
+
+
+@pytest.mark.parametrize("game,options", [
+    ("space_invaders", dict(terminal_on_life_loss=True)),
+    ("boxing", dict(frame_skip=3, noop_max=0, screen_size=(64, 48))),
+    ("freeway", dict(repeat_action_probability=0.25, grayscale_obs=False, stack=2)),
+])
+def test_parity_games_and_options(game, options):
+    options = dict(options)
+    stack = options.pop("stack", 4)
+    kw = dict(FAST, **options)
+    rng = np.random.default_rng(5)
+    name = rom_id_to_name(game)
+    with make_vec(game, 2, num_workers=2, stack_size=stack, **kw) as ours:
+        ref_kw = {k: v for k, v in kw.items()}
+        ref = reference_vec(f"ALE/{name}-v5", 2, stack=stack, **ref_kw)
+        run_both(ours, ref, 250, seed=3, rng=rng)
+        ref.close()
+
+
+def test_seed_list_and_reset_mask():
+    with make_vec("breakout", 3, num_workers=2, **FAST) as envs:
+        obs, _ = envs.reset(seed=[5, None, 7])
+        ref = reference_vec("ALE/Breakout-v5", 1, **FAST)
+        ref_obs, _ = ref.reset(seed=7)
+        assert np.array_equal(obs[2], ref_obs[0])
+        for _ in range(10):
+            envs.step(np.ones(3, np.int64))
+        before, *_ = envs.step(np.zeros(3, np.int64))
+        mask = np.array([False, True, False])
+        obs, info = envs.reset(seed=[None, 7, None], options={"reset_mask": mask})
+        assert np.array_equal(obs[1], ref_obs[0])
+        assert np.array_equal(obs[0], before[0]) and np.array_equal(obs[2], before[2])
+        assert info["_lives"].tolist() == [False, True, False]
+        ref.close()
+
+
+def test_same_step_autoreset_matches_gymnasium():
+    n = 2
+    rng = np.random.default_rng(9)
+    kw = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400)
+    with make_vec("breakout", n, num_workers=2, autoreset_mode="same_step", **kw) as ours:
+        assert ours.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+        ref = reference_vec("ALE/Breakout-v5", n, mode=AutoresetMode.SAME_STEP, **kw)
+        ours.reset(seed=1)
+        ref.reset(seed=1)
+        finals = 0
+        for _ in range(240):
+            a = rng.integers(0, 4, n)
+            obs, rew, term, trunc, info = ours.step(a)
+            r_obs, r_rew, r_term, r_trunc, r_info = ref.step(a)
+            assert np.array_equal(obs, r_obs)
+            assert np.array_equal(term | trunc, r_term | r_trunc)
+            if "final_obs" in r_info:
+                assert np.array_equal(info["_final_obs"], r_info["_final_obs"])
+                for i in np.flatnonzero(r_info["_final_obs"]):
+                    assert np.array_equal(info["final_obs"][i], r_info["final_obs"][i])
+                    finals += 1
+        assert finals >= 2
+        ref.close()
+
+
+def test_episode_statistics():
+    kw = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400)
+    with make_vec("breakout", 2, num_workers=1, **kw) as envs:
+        envs.reset(seed=0)
+        returns = np.zeros(2)
+        lengths = np.zeros(2, int)
+        seen = 0
+        for _ in range(230):
+            _, rew, term, trunc, info = envs.step(np.ones(2, np.int64))
+            returns += rew
+            lengths += 1
+            if "episode" in info:
+                for i in np.flatnonzero(info["_episode"]):
+                    assert info["episode"]["r"][i] == returns[i]
+                    assert info["episode"]["l"][i] == lengths[i]
+                    seen += 1
+            done = term | trunc
+            # next_step: the following step is the reset step, which counts in no episode
+            returns[done] = 0
+            lengths[done] = -1
+        assert seen >= 2
+
+
+def test_async_send_recv():
+    n = 4
+    with make_vec("breakout", n, num_workers=2, batch_size=2, **FAST) as envs:
+        envs.reset(seed=0)
+        envs.send(np.ones(n, np.int64))
+        seen = []
+        for _ in range(2):
+            obs, rew, term, trunc, info = envs.recv()
+            assert obs.shape == (2, 4, 84, 84)
+            seen.extend(info["env_id"].tolist())
+        assert sorted(seen) == list(range(n))
+        # pausing envs: step only env 3 a few times
+        for _ in range(3):
+            envs.send(np.array([2]), env_ids=[3])
+            *_, info = envs.recv()
+            assert info["env_id"].tolist() == [3]
+        with pytest.raises(RuntimeError, match="recv\\(\\) without send\\(\\)"):
+            envs.recv()
+        envs.send(np.array([1]), env_ids=[0])
+        with pytest.raises(RuntimeError, match="already has a step in flight"):
+            envs.send(np.array([1]), env_ids=[0])
+        envs.recv()
+
+
+def test_async_results_equal_sync_results():
+    n = 4
+    rng = np.random.default_rng(2)
+    actions = rng.integers(0, 4, (60, n))
+    with make_vec("breakout", n, num_workers=1, **FAST) as sync:
+        sync.reset(seed=4)
+        expected = [sync.step(a)[0] for a in actions]
+    with make_vec("breakout", n, num_workers=2, batch_size=2, **FAST) as envs:
+        envs.reset(seed=4)
+        t = np.zeros(n, int)
+        envs.send(actions[0])
+        done = 0
+        while done < 60 * n:
+            obs, *_, info = envs.recv()
+            for j, i in enumerate(info["env_id"]):
+                assert np.array_equal(obs[j], expected[t[i]][i])
+                t[i] += 1
+                done += 1
+            ids = [i for i in info["env_id"] if t[i] < 60]
+            if ids:
+                envs.send(np.array([actions[t[i], i] for i in ids]), env_ids=ids)
+
+
+def test_bad_actions_change_nothing():
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 4, (20, 3))
+    with make_vec("breakout", 3, num_workers=2, **FAST) as clean:
+        clean.reset(seed=8)
+        expected = [clean.step(a) for a in actions]
+    with make_vec("breakout", 3, num_workers=2, **FAST) as envs:
+        with pytest.raises(RuntimeError, match="reset\\(\\) before"):
+            envs.step(np.zeros(3, np.int64))
+        envs.reset(seed=8)
+        bad = [
+            (None, TypeError, "got None"),
+            (np.zeros(2, np.int64), ValueError, "shape \\(3,\\)"),
+            (np.zeros((3, 1), np.int64), ValueError, "shape \\(3,\\)"),
+            (np.array([0.0, 1.0, 2.0]), TypeError, "integers"),
+            (np.array([True, False, True]), TypeError, "integers"),
+            (np.array([0, 4, 1]), ValueError, "actions\\[1\\] = 4"),
+            (np.array([-1, 0, 0]), ValueError, "Discrete\\(4\\)"),
+        ]
+        for t, a in enumerate(actions):
+            for value, error, match in bad if t % 5 == 0 else []:
+                with pytest.raises(error, match=match):
+                    envs.step(value)
+            obs, rew, term, trunc, _ = envs.step(a)
+            assert np.array_equal(obs, expected[t][0])
+            assert np.array_equal(rew, expected[t][1])
+
+
+def test_worker_killed_is_restarted_and_others_lose_nothing():
+    n = 4
+    rng = np.random.default_rng(1)
+    actions = rng.integers(0, 4, (120, n))
+    with make_vec("breakout", n, num_workers=2, **FAST) as clean:
+        clean.reset(seed=2)
+        expected = [clean.step(a) for a in actions]
+    with make_vec("breakout", n, num_workers=2, max_restarts=5, **FAST) as envs:
+        envs.reset(seed=2)
+        victim_envs = [2, 3]  # worker 1's block
+        kills = 0
+        for t, a in enumerate(actions):
+            if t in (10, 40, 70):
+                os.kill(envs.worker_pids[1], signal.SIGKILL)
+                kills += 1
+            obs, rew, term, trunc, info = envs.step(a)
+            # worker 0's envs are exactly as in the clean run
+            assert np.array_equal(obs[:2], expected[t][0][:2])
+            assert np.array_equal(rew[:2], expected[t][1][:2])
+            if t in (10, 40, 70):
+                assert info["worker_restarted"][victim_envs].all()
+                assert trunc[victim_envs].all() and not term[victim_envs].any()
+                assert not info["_worker_restarted"][:2].any()
+        assert kills == 3
+        pids = envs.worker_pids
+        assert all(alive(p) for p in pids)
+
+
+def test_restart_budget_then_clear_error():
+    envs = make_vec("breakout", 2, num_workers=2, max_restarts=1, **FAST)
+    envs.reset(seed=0)
+    os.kill(envs.worker_pids[0], signal.SIGKILL)
+    envs.step(np.zeros(2, np.int64))  # recovered once
+    pids = envs.worker_pids
+    os.kill(pids[0], signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="worker 0 .*killed by SIGKILL.*restart budget"):
+        envs.step(np.zeros(2, np.int64))
+    time.sleep(0.2)
+    assert not any(alive(p) for p in pids)
+    with pytest.raises(RuntimeError, match="closed"):
+        envs.step(np.zeros(2, np.int64))
+
+
+def test_worker_exception_reaches_caller_with_traceback():
+    before = shm_segments()
+    with pytest.raises(WorkerError, match="(?s)worker 0 raised.*Traceback.*mode must be one of"):
+        make_vec("breakout", 2, num_workers=1, mode=999)
+    assert shm_segments() == before
+
+
+def test_close_cleans_up_and_rejects_calls():
+    before = shm_segments()
+    envs = make_vec("breakout", 4, num_workers=2, **FAST)
+    envs.reset(seed=0)
+    pids = envs.worker_pids
+    assert len(shm_segments() - before) == 1
+    envs.close()
+    envs.close()  # idempotent
+    assert not any(alive(p) for p in pids)
+    assert shm_segments() == before
+    for call in (lambda: envs.step(np.zeros(4, np.int64)), lambda: envs.reset(),
+                 lambda: envs.send(np.zeros(4, np.int64)), lambda: envs.recv()):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+
+
+def test_garbage_collection_cleans_up():
+    before = shm_segments()
+    envs = make_vec("breakout", 2, num_workers=2, **FAST)
+    pids = envs.worker_pids
+    del envs
+    import gc
+    gc.collect()
+    time.sleep(0.2)
+    assert not any(alive(p) for p in pids)
+    assert shm_segments() == before
+
+
+def test_sigint_leaves_no_orphans(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, numpy as np
+        from fastatari.vector import make_vec
+        if __name__ == "__main__":
+            envs = make_vec("breakout", 4, num_workers=2, repeat_action_probability=0.0)
+            envs.reset(seed=0)
+            print("PIDS", *envs.worker_pids, flush=True)
+            print("SHM", envs._buf.name, flush=True)
+            while True:
+                envs.step(np.ones(4, np.int64))
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    pids, shm = [], None
+    for line in proc.stdout:
+        if line.startswith("PIDS"):
+            pids = [int(p) for p in line.split()[1:]]
+        if line.startswith("SHM"):
+            shm = line.split()[1].lstrip("/")
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert "KeyboardInterrupt" in err
+    time.sleep(0.3)
+    assert pids and not any(alive(p) for p in pids)
+    assert shm and not os.path.exists(f"/dev/shm/{shm}")
+
+
+def test_spaces_render_and_gymnasium_make_vec():
+    envs = gym.make_vec("fastatari/Breakout-v5", num_envs=2, num_workers=1,
+                        render_mode="rgb_array", **FAST)
+    try:
+        assert isinstance(envs, AtariVectorEnv)
+        assert envs.single_observation_space.shape == (4, 84, 84)
+        assert envs.observation_space.shape == (2, 4, 84, 84)
+        assert envs.single_action_space.n == 4
+        envs.reset(seed=0)
+        frames = envs.render()
+        assert frames.shape == (2, 210, 160, 3) and frames.dtype == np.uint8
+        assert envs.render(env_ids=[1]).shape == (1, 210, 160, 3)
+    finally:
+        envs.close()
+
+
+def test_constructor_errors():
+    with pytest.raises(ValueError, match="num_workers must be an int in \\[1, num_envs=2\\]"):
+        make_vec("breakout", 2, num_workers=3)
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        make_vec("breakout", 2, autoreset_mode="sometimes")
+    with pytest.raises(ValueError, match="frame_skip"):
+        make_vec("breakout", 2, frame_skip=0)
+    with pytest.raises(ValueError, match="breakout"):
+        make_vec("breakoutt", 2)
