@@ -1,0 +1,317 @@
+"""gymnasium front ends: :class:`AtariEnv` (ALE driven directly) and the drop-in
+:class:`AtariPreprocessing` wrapper."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, SupportsFloat, Tuple, Union
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from fastatari.game import AtariGame, FramePipeline, action_index
+from fastatari.options import AtariOptions
+from fastatari.palette import palette_for
+
+__all__ = ["AtariEnv", "AtariPreprocessing"]
+
+_OPTION_NAMES = AtariOptions.field_names()
+
+
+class AtariEnv(gymnasium.Env):
+    """An Atari game with gymnasium's preprocessing and frame stacking, fused and compiled.
+
+    ``AtariEnv(game, **options)`` with ``reset(seed=s)`` gives, step for step, byte-identical
+    observations and equal rewards, ``terminated``, ``truncated`` and ``info["lives"]`` to
+    gymnasium's reference pipeline::
+
+        FrameStackObservation(
+            AtariPreprocessing(
+                gymnasium.make("ALE/<Game>-v5", frameskip=1,
+                               repeat_action_probability=..., full_action_space=...,
+                               max_num_frames_per_episode=...),
+                noop_max, frame_skip, screen_size, terminal_on_life_loss, grayscale_obs),
+            stack_size)
+
+    with ALE driven directly (no gymnasium env underneath) and one fused kernel per step.
+
+    Parameters
+    ----------
+    game : str
+        ``"breakout"``, ``"Breakout"``, ``"ALE/Breakout-v5"``, ``"space_invaders"``, ...
+    options : AtariOptions, optional
+        All options at once; keyword options given as well override its fields.
+    render_mode : {None, "rgb_array"}, optional
+        ``"rgb_array"``: :meth:`render` returns the raw ``(210, 160, 3)`` screen.
+    **kwargs
+        Any :class:`AtariOptions` field: ``frame_skip=4, screen_size=84, grayscale_obs=True,
+        noop_max=30, terminal_on_life_loss=False, stack_size=4, repeat_action_probability=0.25,
+        full_action_space=False, max_num_frames_per_episode=108000, maxpool=True,
+        channels_last=False, clip_rewards=False, fire_reset=False, episodic_life=False,
+        mode=None, difficulty=None``.
+
+    Notes
+    -----
+    Observations are fresh uint8 arrays: ``(k, H, W)`` gray or ``(k, H, W, 3)`` RGB; with
+    ``channels_last``, ``(H, W, k)`` or ``(H, W, 3k)``. ``info`` always holds ``lives``,
+    ``episode_frame_number`` and ``frame_number``; see :class:`fastatari.game.AtariGame` for
+    the extras (``raw_reward``, ``game_over``, ``episode``) and their exact semantics.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(self, game: str, options: Optional[AtariOptions] = None, *,
+                 render_mode: Optional[str] = None, **kwargs: Any) -> None:
+        unknown = sorted(set(kwargs) - set(_OPTION_NAMES))
+        if unknown:
+            raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid options: "
+                            f"{', '.join(_OPTION_NAMES)}")
+        if options is None:
+            options = AtariOptions(**kwargs)
+        elif not isinstance(options, AtariOptions):
+            raise TypeError(f"options must be an AtariOptions, got {type(options).__name__}")
+        elif kwargs:
+            options = options.replace(**kwargs)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.render_mode = render_mode
+        self.options = options
+        self._game: Optional[AtariGame] = AtariGame(game, options)
+        self._stack = self._game.stack
+        self._n = self._game.num_actions
+        self.action_space = spaces.Discrete(self._n)
+        self.observation_space = spaces.Box(0, 255, options.observation_shape, np.uint8)
+        self._np_random = self._game.np_random
+
+    # -- gymnasium API -------------------------------------------------------------------------
+    def reset(self, *, seed: Optional[int] = None,
+              options: Optional[Dict[str, Any]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
+        """Start an episode.
+
+        Parameters
+        ----------
+        seed : int, optional
+            Seeds the env's generator and ALE exactly as ale-py does (and reloads the ROM).
+            Without it the generators continue.
+        options : dict, optional
+            Unused (gymnasium signature).
+
+        Returns
+        -------
+        observation : ndarray, uint8
+        info : dict
+        """
+        game = self._live_game()
+        super().reset(seed=seed)
+        info = game.reset(seed)
+        self._np_random = game.np_random
+        return self._stack.copy(), info
+
+    def step(self, action: Any) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+        """Run one agent step.
+
+        Parameters
+        ----------
+        action : int
+            In ``[0, action_space.n)``; anything else raises ``ValueError`` before the
+            emulator runs.
+
+        Returns
+        -------
+        observation : ndarray, uint8
+        reward : float
+        terminated, truncated : bool
+        info : dict
+        """
+        game = self._game
+        if game is None:
+            self._live_game()
+        if type(action) is not int or not 0 <= action < self._n:
+            action = action_index(action, self._n)
+        reward, terminated, truncated, info = game.step(action)  # type: ignore[union-attr]
+        return self._stack.copy(), reward, terminated, truncated, info
+
+    def render(self) -> Optional[np.ndarray]:
+        """The raw RGB screen with ``render_mode="rgb_array"``; None without a render mode."""
+        game = self._live_game()
+        if self.render_mode == "rgb_array":
+            return game.render_rgb()
+        return None
+
+    def close(self) -> None:
+        """Release the emulator; later ``reset``/``step``/``render`` raise ``RuntimeError``."""
+        if self._game is not None:
+            self._game.close()
+            self._game = None
+
+    # -- extras --------------------------------------------------------------------------------
+    def _live_game(self) -> AtariGame:
+        if self._game is None:
+            raise RuntimeError("AtariEnv is closed; create a new one")
+        return self._game
+
+    @property
+    def game(self) -> str:
+        """The ale-py ROM id, e.g. ``"breakout"``."""
+        return self._live_game().rom
+
+    @property
+    def ale(self):
+        """The underlying ``ale_py.ALEInterface``."""
+        return self._live_game().ale
+
+    @property
+    def lives(self) -> int:
+        """Lives left now."""
+        return int(self._live_game().ale.lives())
+
+    def get_action_meanings(self) -> list:
+        """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""
+        return self._live_game().action_meanings()
+
+
+class AtariPreprocessing(gymnasium.Wrapper):
+    """Drop-in, faster replacement for ``gymnasium.wrappers.AtariPreprocessing`` (+ stacking).
+
+    Same arguments, same validation errors and byte-identical outputs as gymnasium's wrapper
+    over any ale-py env created with ``frameskip=1``. It still calls ``self.env.step(action)``
+    once per frame, so wrappers below it, sticky actions and the env's generator behave the
+    same, but it grabs palette-index screens from ``env.unwrapped.ale`` and runs one fused
+    kernel per step instead of two gray/RGB screen copies, ``np.maximum`` and ``cv2.resize``.
+
+    Parameters
+    ----------
+    env : gymnasium.Env
+        An ale-py Atari env (``env.unwrapped.ale``), with ``frameskip=1`` when ``frame_skip > 1``.
+    noop_max, frame_skip, screen_size, terminal_on_life_loss, grayscale_obs, grayscale_newaxis, scale_obs
+        As in gymnasium. ``screen_size`` must not enlarge the screen (OpenCV switches to another
+        interpolation there; a ``ValueError`` says so).
+    stack_size : int, optional
+        None: gymnasium's unstacked observation. ``k``: equal to
+        ``FrameStackObservation(gymnasium's AtariPreprocessing(...), k)``.
+    """
+
+    def __init__(self, env: gymnasium.Env, noop_max: int = 30, frame_skip: int = 4,
+                 screen_size: Union[int, Tuple[int, int]] = 84,
+                 terminal_on_life_loss: bool = False, grayscale_obs: bool = True,
+                 grayscale_newaxis: bool = False, scale_obs: bool = False,
+                 stack_size: Optional[int] = None) -> None:
+        gymnasium.Wrapper.__init__(self, env)
+        # The same checks, types and messages as gymnasium 1.x's wrapper.
+        if frame_skip <= 0:
+            raise ValueError(f"Expect the `frame_skip` to be positive, actually: {frame_skip}")
+        if not (
+            (isinstance(screen_size, int) and screen_size > 0)
+            or (isinstance(screen_size, tuple) and len(screen_size) == 2
+                and all(isinstance(size, int) and size > 0 for size in screen_size))
+        ):
+            raise ValueError(f"Expect the `screen_size` to be positive, actually: {screen_size}")
+        if frame_skip > 1 and getattr(env.unwrapped, "_frameskip", None) != 1:
+            raise ValueError(
+                "Disable frame-skipping in the original env. Otherwise, more than one frame-skip "
+                "will happen as through this wrapper")
+        if noop_max < 0:
+            raise ValueError(f"Expect the `noop_max` to be non-negative, actually: {noop_max}")
+        if noop_max > 0 and env.unwrapped.get_action_meanings()[0] != "NOOP":
+            raise ValueError("When noop_max > 0, the first action meaning must be 'NOOP'")
+        if not isinstance(env.observation_space, spaces.Box):
+            raise TypeError(f"AtariPreprocessing wrapper requires a Box observation space, got "
+                            f"{type(env.observation_space)}")
+        if stack_size is not None:
+            if not np.issubdtype(type(stack_size), np.integer):
+                raise TypeError(f"The stack_size is expected to be an integer, actual type: "
+                                f"{type(stack_size)}")
+            if not 0 < stack_size:
+                raise ValueError(f"The stack_size needs to be greater than zero, actual value: "
+                                 f"{stack_size}")
+
+        self.noop_max = noop_max
+        self.frame_skip = frame_skip
+        self.screen_size: Tuple[int, int] = (
+            screen_size if isinstance(screen_size, tuple) else (screen_size, screen_size))
+        self.terminal_on_life_loss = terminal_on_life_loss
+        self.grayscale_obs = grayscale_obs
+        self.grayscale_newaxis = grayscale_newaxis
+        self.scale_obs = scale_obs
+        self.stack_size = stack_size
+        self.lives = 0
+        self.game_over = False
+
+        ale = self.ale
+        h, w = ale.getScreenDims()
+        width, height = self.screen_size
+        if width > w or height > h:
+            raise ValueError(f"screen_size {self.screen_size} (width, height) would enlarge the "
+                             f"{w}x{h} screen; fastatari's AtariPreprocessing only downscales "
+                             f"(use gymnasium's wrapper to enlarge)")
+        k = 1 if stack_size is None else int(stack_size)
+        shape: Tuple[int, ...] = (k, height, width) if grayscale_obs else (k, height, width, 3)
+        self._stack = np.zeros(shape, np.uint8)
+        self._frames = FramePipeline(ale, palette_for(getattr(env.unwrapped, "_game", None)),
+                                     grayscale_obs, self._stack, False, frame_skip > 1)
+
+        low, high, dtype = (0, 1, np.float32) if scale_obs else (0, 255, np.uint8)
+        frame_shape: Tuple[int, ...] = (height, width, 1 if grayscale_obs else 3)
+        if grayscale_obs and not grayscale_newaxis:
+            frame_shape = frame_shape[:-1]
+        space = spaces.Box(low=low, high=high, shape=frame_shape, dtype=dtype)
+        if stack_size is not None:
+            space = gymnasium.vector.utils.batch_space(space, n=k)
+        self.observation_space = space
+
+    @property
+    def ale(self):
+        """The ALE of the wrapped env (``env.unwrapped.ale``)."""
+        return self.env.unwrapped.ale
+
+    def step(self, action: Any) -> Tuple[np.ndarray, SupportsFloat, bool, bool, Dict[str, Any]]:
+        """Repeat ``action`` for ``frame_skip`` frames (stopping early at an episode's end)."""
+        total_reward, terminated, truncated, info = 0.0, False, False, {}
+        frames = self._frames
+        skip = self.frame_skip
+        env_step = self.env.step
+        for t in range(skip):
+            _, reward, terminated, truncated, info = env_step(action)
+            total_reward += reward
+            self.game_over = terminated
+            if self.terminal_on_life_loss:
+                new_lives = self.ale.lives()
+                terminated = terminated or new_lives < self.lives
+                self.game_over = terminated
+                self.lives = new_lives
+            if terminated or truncated:
+                frames.push_early(t == skip - 1 and skip > 1)
+                break
+            if t == skip - 2:
+                frames.grab_prev()
+            elif t == skip - 1:
+                frames.grab_last()
+        else:
+            frames.push_step()
+        return self._obs(), total_reward, terminated, truncated, info
+
+    def reset(self, *, seed: Optional[int] = None,
+              options: Optional[Dict[str, Any]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
+        """Reset, then ``1..noop_max`` no-op steps, as gymnasium's wrapper does."""
+        _, reset_info = self.env.reset(seed=seed, options=options)
+        noops = (self.env.unwrapped.np_random.integers(1, self.noop_max + 1)
+                 if self.noop_max > 0 else 0)
+        for _ in range(noops):
+            _, _, terminated, truncated, step_info = self.env.step(0)
+            reset_info.update(step_info)
+            if terminated or truncated:
+                _, reset_info = self.env.reset(seed=seed, options=options)
+        self.lives = self.ale.lives()
+        self._frames.push_reset()
+        return self._obs(), reset_info
+
+    def _obs(self) -> np.ndarray:
+        stack = self._stack
+        obs = stack[0] if self.stack_size is None else stack
+        if self.scale_obs:
+            obs = np.asarray(obs, dtype=np.float32) / 255.0
+        else:
+            obs = obs.copy()
+        if self.grayscale_obs and self.grayscale_newaxis:
+            obs = obs[..., np.newaxis]
+        return obs

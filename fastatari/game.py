@@ -1,0 +1,469 @@
+"""One ALE game driven directly, with the exact semantics of gymnasium's Atari pipeline.
+
+:class:`AtariGame` reproduces, step for step and byte for byte,
+``FrameStackObservation(AtariPreprocessing(gymnasium.make("ALE/<Game>-v5", frameskip=1, ...)),
+stack_size)``: ale-py's seeding, ALE's sticky actions, no-op starts drawn from the env's generator,
+frame skip with the early stop on a terminal frame, the max over the last two frames and
+INTER_AREA resizing. It does this without gymnasium and without OpenCV: it reads palette-index
+screens (``ale.getScreen``, about 1 µs) and runs one fused compiled kernel per step.
+
+This module imports only numpy, ale_py and fastatari, so it can run inside vector-env workers;
+it writes observations into a caller-provided stack array (for example a view into shared
+memory).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+import ale_py
+from ale_py import roms
+
+from fastatari import kernels
+from fastatari.games import resolve_game
+from fastatari.options import AtariOptions
+from fastatari.palette import Palette, palette_for
+
+__all__ = ["AtariGame", "FramePipeline", "action_index", "make_np_random"]
+
+_IDENTITY = np.arange(256, dtype=np.uint8)
+
+
+def make_np_random(seed: int) -> np.random.Generator:
+    """The generator ``gymnasium.utils.seeding.np_random(seed)[0]`` returns, without gymnasium."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
+
+
+def action_index(action: Any, n: int) -> int:
+    """Validate an action of ``Discrete(n)`` and return it as an int.
+
+    Accepts Python and NumPy integers and 0-d integer arrays; anything else (bools, floats,
+    out-of-range values) raises ``ValueError`` naming the valid range.
+    """
+    if type(action) is int:
+        a = action
+    elif isinstance(action, np.integer):
+        a = int(action)
+    elif isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+        a = int(action)
+    else:
+        raise ValueError(f"action must be an int in [0, {n}) (Discrete({n})), got {action!r} "
+                         f"of type {type(action).__name__}")
+    if not 0 <= a < n:
+        raise ValueError(f"action must be an int in [0, {n}) (Discrete({n})), got {a}")
+    return a
+
+
+class FramePipeline:
+    """Screens -> stacked observation, reproducing gymnasium's frame buffers exactly.
+
+    gymnasium's ``AtariPreprocessing`` keeps two full-resolution buffers: at ``t == skip - 2``
+    it grabs into buffer 1, at ``t == skip - 1`` into buffer 0, and then takes
+    ``np.maximum(buf0, buf1, out=buf0)`` in place. Normally that is ``max(prev, last)`` of the
+    step's last two frames, which one fused kernel computes from palette indices. When a step
+    ends early the buffers carry over, and:
+
+    * ending before the ``skip - 2`` grab repeats the previous observation's frame (after the
+      in-place max, ``buf0 >= buf1`` everywhere);
+    * ending between the two grabs gives ``max(previous pooled frame, new prev)``, a max of three
+      frames. For that rare case the pooled full-resolution frame (``held``) is materialised.
+
+    Parameters
+    ----------
+    ale : ale_py.ALEInterface
+    palette : Palette
+        The ROM's learned tables.
+    grayscale : bool
+    stack : ndarray, uint8
+        Written in place, in the layout :meth:`AtariOptions.stack_shape` describes.
+    channels_last : bool
+    pooling : bool
+        Max-pool the last two frames of a step (``maxpool and frame_skip > 1``).
+    """
+
+    def __init__(self, ale, palette: Palette, grayscale: bool, stack: np.ndarray,
+                 channels_last: bool, pooling: bool) -> None:
+        h, w = ale.getScreenDims()
+        self.ale = ale
+        self.palette = palette
+        self.grayscale = grayscale
+        self.lut = palette.table(grayscale)
+        self.stack = stack
+        self.channels_last = channels_last
+        self.pooling = pooling
+        self.channels = 1 if grayscale else 3
+        # (prev, last) define the current pooled frame; (next_prev, next_last) receive grabs.
+        self.prev = np.zeros((h, w), np.uint8)
+        self.last = np.zeros((h, w), np.uint8)
+        self.next_prev = np.zeros((h, w), np.uint8)
+        self.next_last = np.zeros((h, w), np.uint8)
+        self.held: Optional[np.ndarray] = None
+        if channels_last:
+            hh, ww, kc = stack.shape
+            self._frames = stack.reshape(hh, ww, kc // self.channels, self.channels)
+        else:
+            self._frames = stack
+
+    # -- grabs (right after the frame they belong to) ------------------------------------------
+    def grab_prev(self) -> None:
+        """Grab the current screen as the step's second-to-last frame."""
+        self.ale.getScreen(self.next_prev)
+        self.palette.learn(self.ale, self.next_prev)
+
+    def grab_last(self) -> None:
+        """Grab the current screen as the step's last frame."""
+        self.ale.getScreen(self.next_last)
+        self.palette.learn(self.ale, self.next_last)
+
+    # -- pushing a new frame into the stack ----------------------------------------------------
+    def push_step(self) -> None:
+        """The step ran all its frames: push ``max(prev, last)`` (or ``last``)."""
+        if self.pooling:
+            kernels.step_palette(self.next_prev, self.next_last, self.lut, self.stack,
+                                 maxpool=True, channels_last=self.channels_last)
+            self.prev, self.next_prev = self.next_prev, self.prev
+        else:
+            kernels.step_palette(self.next_last, self.next_last, self.lut, self.stack,
+                                 maxpool=False, channels_last=self.channels_last)
+        self.last, self.next_last = self.next_last, self.last
+        self.held = None
+
+    def push_early(self, grabbed_prev: bool) -> None:
+        """The step ended early; ``grabbed_prev`` says whether :meth:`grab_prev` ran."""
+        if not (self.pooling and grabbed_prev):
+            self._repeat_newest()
+            return
+        held = self.held
+        if held is None:
+            lut = self.lut
+            held = np.maximum(np.take(lut, self.prev, axis=0), np.take(lut, self.last, axis=0))
+            self.held = held
+        np.maximum(held, np.take(self.lut, self.next_prev, axis=0), out=held)
+        if self.grayscale:
+            kernels.step_palette(held, held, _IDENTITY, self.stack, maxpool=False,
+                                 channels_last=self.channels_last)
+        else:
+            kernels.step_rgb(held, held, self.stack, grayscale=False, maxpool=False,
+                             channels_last=self.channels_last)
+
+    def push_reset(self) -> None:
+        """Grab the current screen and fill every stack slot with it (gymnasium's reset)."""
+        self.ale.getScreen(self.last)
+        self.palette.learn(self.ale, self.last)
+        np.copyto(self.prev, self.last)
+        self.held = None
+        kernels.step_palette(self.last, self.last, self.lut, self.stack, maxpool=False,
+                             channels_last=self.channels_last)
+        frames = self._frames
+        if self.channels_last:
+            frames[:, :, :-1] = frames[:, :, -1:]
+        else:
+            frames[:-1] = frames[-1]
+
+    def _repeat_newest(self) -> None:
+        frames = self._frames
+        if self.channels_last:
+            frames[:, :, :-1] = frames[:, :, 1:].copy()
+        else:
+            frames[:-1] = frames[1:].copy()
+
+
+class AtariGame:
+    """One ALE game with gymnasium's Atari preprocessing, observations written in place.
+
+    Parameters
+    ----------
+    game : str
+        Any name :func:`fastatari.games.resolve_game` accepts (``"breakout"``,
+        ``"ALE/Breakout-v5"``, ...).
+    options : AtariOptions, optional
+        Preprocessing options (defaults: :class:`AtariOptions`'s).
+    stack : ndarray, optional
+        uint8, C-contiguous, writable, of shape ``options.observation_shape``: the observation
+        stack to write into. Allocated if omitted.
+
+    Notes
+    -----
+    Semantics (gymnasium's, unless marked as a fastatari extra):
+
+    * Seeding: ``reset(seed=s)`` seeds as ale-py does: ``SeedSequence(s).generate_state(2)``
+      gives the generator's seed and ALE's ``random_seed``, then the ROM is reloaded. Until the
+      first seeded reset the game is seeded randomly. ``reset()`` continues the generators.
+    * Reset: ``reset_game``, then ``integers(1, noop_max + 1)`` no-op frames; a no-op that ends
+      the episode resets again (re-seeding with the same seed, if one was given).
+    * Step: the action is repeated for ``frame_skip`` frames, stopping early on a terminal or
+      truncated frame (or a lost life, with ``terminal_on_life_loss``/``episodic_life``).
+    * ``fire_reset`` (extra): after the no-ops, FIRE is pressed for one frame.
+    * ``episodic_life`` (extra): a lost life ends the episode (``terminated=True``), and the next
+      unseeded ``reset()`` continues the same game: no ALE reset, no no-ops, no FIRE; its
+      observation is the current screen in every stack slot. A real game over (or truncation)
+      resets fully.
+    * ``clip_rewards`` (extra): the reward is ``sign(raw)``; ``info["raw_reward"]`` is the raw one.
+    * Episode statistics (extra): when a step ends the episode and the next ``reset()`` will
+      start a new game, ``info["episode"] = {"r": raw return, "l": agent steps, "t": seconds}``
+      covering that game since its reset.
+    """
+
+    def __init__(self, game: str, options: Optional[AtariOptions] = None,
+                 stack: Optional[np.ndarray] = None) -> None:
+        if options is None:
+            options = AtariOptions()
+        elif not isinstance(options, AtariOptions):
+            raise TypeError(f"options must be an AtariOptions, got {type(options).__name__}")
+        self.options = options
+        self.rom = resolve_game(game)
+
+        ale = ale_py.ALEInterface()
+        ale.setLoggerMode(ale_py.LoggerMode.Error)
+        ale.setFloat("repeat_action_probability", float(options.repeat_action_probability))
+        if options.max_num_frames_per_episode is not None:
+            ale.setInt("max_num_frames_per_episode", int(options.max_num_frames_per_episode))
+        ale.setBool("sound_obs", False)
+        self.ale = ale
+        self.np_random: np.random.Generator = make_np_random(0)
+        self.seed()  # random, as ale-py does at construction
+        self._load()
+
+        self.action_set = list(ale.getLegalActionSet() if options.full_action_space
+                               else ale.getMinimalActionSet())
+        self.num_actions = len(self.action_set)
+        if options.noop_max > 0 and self.action_set[0] != ale_py.Action.NOOP:
+            raise ValueError(f"noop_max > 0 needs action 0 to be NOOP, but {self.rom}'s action 0 "
+                             f"is {self.action_set[0].name}")
+        if options.fire_reset and (self.num_actions < 2
+                                   or self.action_set[1] != ale_py.Action.FIRE):
+            raise ValueError(f"fire_reset=True needs a game whose action 1 is FIRE; {self.rom} "
+                             f"has actions {[a.name for a in self.action_set]}")
+
+        h, w = ale.getScreenDims()
+        self.screen_shape: Tuple[int, int] = (h, w)
+        if options.width > w or options.height > h:
+            raise ValueError(f"screen_size {(options.width, options.height)} (width, height) "
+                             f"would enlarge {self.rom}'s {w}x{h} screen; fastatari only "
+                             f"downscales (INTER_AREA)")
+
+        shape = options.observation_shape
+        if stack is None:
+            stack = np.zeros(shape, np.uint8)
+        elif not (isinstance(stack, np.ndarray) and stack.dtype == np.uint8
+                  and stack.shape == shape and stack.flags.c_contiguous
+                  and stack.flags.writeable):
+            got = (f"{stack.dtype} {stack.shape}" if isinstance(stack, np.ndarray)
+                   else type(stack).__name__)
+            raise ValueError(f"stack must be a writable C-contiguous uint8 array of shape "
+                             f"{shape}, got {got}")
+        self.stack = stack
+        self.palette = palette_for(self.rom)
+        self.frames = FramePipeline(ale, self.palette, options.grayscale_obs, stack,
+                                    options.channels_last, options.pooling)
+
+        self._skip = options.frame_skip
+        self._prev_at = options.frame_skip - 2 if options.pooling else -1
+        self._watch_lives = options.terminal_on_life_loss or options.episodic_life
+        self.lives = 0
+        self._continue_game = False  # episodic_life: the next reset continues the game
+        self._return = 0
+        self._length = 0
+        self._t0 = time.perf_counter()
+        self._closed = False
+
+    # -- seeding and loading, as ale_py.env.AtariEnv does --------------------------------------
+    def seed(self, seed: Optional[int] = None) -> Tuple[int, int]:
+        """Seed the generator and ALE (takes effect at the next ROM load); returns both seeds."""
+        ss = np.random.SeedSequence(seed)
+        np_seed, ale_seed = ss.generate_state(n_words=2)
+        self.np_random = make_np_random(int(np_seed))
+        self.ale.setInt("random_seed", np.int32(ale_seed))
+        return int(np_seed), int(ale_seed)
+
+    def _load(self) -> None:
+        ale, opts = self.ale, self.options
+        ale.loadROM(roms.get_rom_path(self.rom))
+        if opts.mode is not None:
+            modes = list(ale.getAvailableModes())
+            if opts.mode not in modes:
+                raise ValueError(f"mode must be one of {modes} for {self.rom}, got {opts.mode}")
+            ale.setMode(opts.mode)
+        if opts.difficulty is not None:
+            levels = list(ale.getAvailableDifficulties())
+            if opts.difficulty not in levels:
+                raise ValueError(f"difficulty must be one of {levels} for {self.rom}, "
+                                 f"got {opts.difficulty}")
+            ale.setDifficulty(opts.difficulty)
+
+    def _reset_ale(self, seed: Optional[int]) -> None:
+        if seed is not None:
+            self.seed(seed)
+            self._load()
+        self.ale.reset_game()
+        self._return = 0
+        self._length = 0
+        self._t0 = time.perf_counter()
+
+    # -- the game ------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"this {self.rom} game is closed")
+
+    def reset(self, seed: Optional[int] = None) -> Dict[str, Any]:
+        """Start an episode and write its observation into :attr:`stack`.
+
+        Parameters
+        ----------
+        seed : int, optional
+            Re-seed (and reload the ROM) first, as ale-py does.
+
+        Returns
+        -------
+        dict
+            ``lives``, ``episode_frame_number``, ``frame_number`` (and ``seeds`` when seeded;
+            ``game_over`` with ``episodic_life``).
+        """
+        self._check_open()
+        ale = self.ale
+        seeds = None
+        if seed is not None or not self._continue_game:
+            if seed is not None:
+                seeds = self.seed(seed)
+                self._load()
+            ale.reset_game()
+            self._return = 0
+            self._length = 0
+            self._t0 = time.perf_counter()
+            opts = self.options
+            noops = int(self.np_random.integers(1, opts.noop_max + 1)) if opts.noop_max > 0 else 0
+            noop = self.action_set[0]
+            for _ in range(noops):
+                ale.act(noop)
+                if ale.game_over():
+                    self._reset_ale(seed)
+            if opts.fire_reset:
+                ale.act(self.action_set[1])
+                if ale.game_over():
+                    self._reset_ale(seed)
+        self._continue_game = False
+        self.lives = ale.lives()
+        self.frames.push_reset()
+        info = self._info()
+        if seeds is not None:
+            info["seeds"] = seeds
+        if self.options.episodic_life:
+            info["game_over"] = False
+        return info
+
+    def step(self, action: int) -> Tuple[float, bool, bool, Dict[str, Any]]:
+        """Run one agent step (``frame_skip`` frames) and push its frame into :attr:`stack`.
+
+        Parameters
+        ----------
+        action : int
+            Index into :attr:`action_set`, already validated (see :func:`action_index`).
+
+        Returns
+        -------
+        reward : float
+            Sum of the frames' rewards (its sign with ``clip_rewards``).
+        terminated, truncated : bool
+        info : dict
+            ``lives``, ``episode_frame_number``, ``frame_number``; ``raw_reward`` with
+            ``clip_rewards``; ``game_over`` with ``episodic_life``; ``episode`` at the end of a game.
+        """
+        if self._closed:
+            self._check_open()
+        ale = self.ale
+        act = ale.act
+        a = self.action_set[action]
+        frames = self.frames
+        prev_at = self._prev_at
+        last_at = self._skip - 1
+        raw = 0
+        terminated = truncated = life_lost = False
+        if self._watch_lives:
+            for t in range(self._skip):
+                raw += act(a)
+                terminated = ale.game_over(with_truncation=False)
+                truncated = ale.game_truncated()
+                lives = ale.lives()
+                if lives < self.lives:
+                    life_lost = True
+                self.lives = lives
+                if terminated or truncated or life_lost:
+                    frames.push_early(t == prev_at + 1 and prev_at >= 0)
+                    break
+                if t == prev_at:
+                    frames.grab_prev()
+                elif t == last_at:
+                    frames.grab_last()
+            else:
+                frames.push_step()
+        else:
+            for t in range(self._skip):
+                raw += act(a)
+                if ale.game_over():
+                    terminated = ale.game_over(with_truncation=False)
+                    truncated = ale.game_truncated()
+                    frames.push_early(t == prev_at + 1 and prev_at >= 0)
+                    break
+                if t == prev_at:
+                    frames.grab_prev()
+                elif t == last_at:
+                    frames.grab_last()
+            else:
+                frames.push_step()
+
+        self._return += raw
+        self._length += 1
+        info: Dict[str, Any] = {
+            "lives": ale.lives(),
+            "episode_frame_number": ale.getEpisodeFrameNumber(),
+            "frame_number": ale.getFrameNumber(),
+        }
+        opts = self.options
+        reward = float(raw)
+        if opts.clip_rewards:
+            info["raw_reward"] = reward
+            reward = float((raw > 0) - (raw < 0))
+        game_over = terminated or truncated
+        if opts.episodic_life:
+            info["game_over"] = game_over
+            self._continue_game = life_lost and not game_over
+        if life_lost and opts.terminal_on_life_loss:
+            terminated = True
+        if life_lost and opts.episodic_life:
+            terminated = True
+        if (terminated or truncated) and not self._continue_game:
+            info["episode"] = {"r": float(self._return), "l": self._length,
+                               "t": round(time.perf_counter() - self._t0, 6)}
+        return reward, terminated, truncated, info
+
+    def _info(self) -> Dict[str, Any]:
+        ale = self.ale
+        return {
+            "lives": ale.lives(),
+            "episode_frame_number": ale.getEpisodeFrameNumber(),
+            "frame_number": ale.getFrameNumber(),
+        }
+
+    def render_rgb(self) -> np.ndarray:
+        """The raw current screen, ``(210, 160, 3)`` uint8 for most games (``getScreenRGB``)."""
+        self._check_open()
+        return self.ale.getScreenRGB()
+
+    def action_meanings(self) -> list:
+        """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""
+        return [a.name for a in self.action_set]
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Release the emulator. Later calls raise ``RuntimeError``."""
+        if not self._closed:
+            self._closed = True
+            self.frames = None  # type: ignore[assignment]
+            self.ale = None  # type: ignore[assignment]

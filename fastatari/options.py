@@ -1,0 +1,187 @@
+"""Preprocessing options shared by every fastatari front end.
+
+:class:`AtariOptions` is one frozen, validated dataclass: :class:`fastatari.AtariEnv` takes its
+fields as keyword arguments, and the vector env will too. The names and defaults follow
+gymnasium (``AtariPreprocessing``, ``FrameStackObservation`` and ale-py's ``ALE/<Game>-v5``);
+the options after ``max_num_frames_per_episode`` are fastatari's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple, Union
+
+__all__ = ["AtariOptions"]
+
+
+def _is_int(value: Any) -> bool:
+    """A true integer (Python or NumPy), never a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if not _is_int(value) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+def _check_bool(name: str, value: Any) -> None:
+    # NumPy bools are accepted too; ints are not (``frame_skip=True`` style mix-ups).
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+
+
+@dataclass(frozen=True)
+class AtariOptions:
+    """Preprocessing options, validated once at construction.
+
+    Parameters
+    ----------
+    frame_skip : int, default 4
+        Emulator frames per agent step (>= 1); the action is repeated on each.
+    screen_size : int or tuple of (int, int), default 84
+        Output frame size: a square side, or ``(width, height)`` as ``cv2.resize`` takes it.
+        Must not enlarge the game's screen (checked when a game is created).
+    grayscale_obs : bool, default True
+        Gray frames; False gives RGB frames.
+    noop_max : int, default 30
+        At reset, ``1..noop_max`` no-op frames (drawn from the env's generator); 0 disables.
+    terminal_on_life_loss : bool, default False
+        ``terminated=True`` when a life is lost; the next ``reset()`` starts a new game
+        (gymnasium's semantics).
+    stack_size : int, default 4
+        Frames in the observation stack (>= 1).
+    repeat_action_probability : float, default 0.25
+        ALE's sticky-action probability, in [0, 1].
+    full_action_space : bool, default False
+        All 18 actions instead of the game's minimal set.
+    max_num_frames_per_episode : int or None, default 108000
+        ALE truncates an episode after this many frames (>= 0; 0 or None means no limit).
+    maxpool : bool, default True
+        Max-pool the last two frames of a step (gymnasium's behaviour). False uses the last frame.
+    channels_last : bool, default False
+        Stack layout: False gives ``(k, H, W)`` / ``(k, H, W, 3)``, True gives ``(H, W, k)`` /
+        ``(H, W, 3k)``.
+    clip_rewards : bool, default False
+        Return ``sign(reward)``; the raw reward is in ``info["raw_reward"]``.
+    fire_reset : bool, default False
+        After the reset no-ops, press FIRE for one frame. Only for games whose action 1 is FIRE.
+    episodic_life : bool, default False
+        A life loss ends the episode but not the game: the next ``reset()`` continues the same
+        game. Exclusive with ``terminal_on_life_loss``.
+    mode, difficulty : int or None, default None
+        ALE game mode and difficulty; None keeps the ROM's default.
+    """
+
+    frame_skip: int = 4
+    screen_size: Union[int, Tuple[int, int]] = 84
+    grayscale_obs: bool = True
+    noop_max: int = 30
+    terminal_on_life_loss: bool = False
+    stack_size: int = 4
+    repeat_action_probability: float = 0.25
+    full_action_space: bool = False
+    max_num_frames_per_episode: Optional[int] = 108_000
+    maxpool: bool = True
+    channels_last: bool = False
+    clip_rewards: bool = False
+    fire_reset: bool = False
+    episodic_life: bool = False
+    mode: Optional[int] = None
+    difficulty: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        _check_int("frame_skip", self.frame_skip, 1)
+        size = self.screen_size
+        if _is_int(size):
+            if size < 1:
+                raise ValueError(f"screen_size must be an int >= 1 or a (width, height) tuple of "
+                                 f"ints >= 1, got {size!r}")
+        elif not (isinstance(size, (tuple, list)) and len(size) == 2
+                  and all(_is_int(s) and s >= 1 for s in size)):
+            raise ValueError(f"screen_size must be an int >= 1 or a (width, height) tuple of "
+                             f"ints >= 1, got {size!r}")
+        else:
+            object.__setattr__(self, "screen_size", (int(size[0]), int(size[1])))
+        _check_int("noop_max", self.noop_max, 0)
+        _check_int("stack_size", self.stack_size, 1)
+        if self.max_num_frames_per_episode is not None:
+            _check_int("max_num_frames_per_episode", self.max_num_frames_per_episode, 0)
+        p = self.repeat_action_probability
+        if not isinstance(p, numbers.Real) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"repeat_action_probability must be a float in [0, 1], got {p!r}")
+        for name in ("grayscale_obs", "terminal_on_life_loss", "full_action_space", "maxpool",
+                     "channels_last", "clip_rewards", "fire_reset", "episodic_life"):
+            _check_bool(name, getattr(self, name))
+        for name in ("mode", "difficulty"):
+            value = getattr(self, name)
+            if value is not None and (not _is_int(value) or value < 0):
+                raise ValueError(f"{name} must be None or an int >= 0, got {value!r}")
+        if self.episodic_life and self.terminal_on_life_loss:
+            raise ValueError("episodic_life and terminal_on_life_loss are mutually exclusive: "
+                             "both end the episode on a life loss, but only terminal_on_life_loss "
+                             "starts a new game at the next reset()")
+
+    @classmethod
+    def field_names(cls) -> Tuple[str, ...]:
+        """The option names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @property
+    def width(self) -> int:
+        """Output frame width in pixels."""
+        size = self.screen_size
+        return int(size) if _is_int(size) else size[0]  # type: ignore[index]
+
+    @property
+    def height(self) -> int:
+        """Output frame height in pixels."""
+        size = self.screen_size
+        return int(size) if _is_int(size) else size[1]  # type: ignore[index]
+
+    @property
+    def channels(self) -> int:
+        """Channels per frame: 1 (gray) or 3 (RGB)."""
+        return 1 if self.grayscale_obs else 3
+
+    @property
+    def frame_shape(self) -> Tuple[int, ...]:
+        """Shape of one unstacked frame: ``(H, W)`` or ``(H, W, 3)``."""
+        if self.grayscale_obs:
+            return (self.height, self.width)
+        return (self.height, self.width, 3)
+
+    def stack_shape(self, channels_last: Optional[bool] = None) -> Tuple[int, ...]:
+        """Shape of the stacked observation.
+
+        Parameters
+        ----------
+        channels_last : bool, optional
+            Layout to describe; defaults to ``self.channels_last``.
+
+        Returns
+        -------
+        tuple of int
+            Gray: ``(k, H, W)`` or, channels-last, ``(H, W, k)``. RGB: ``(k, H, W, 3)`` or,
+            channels-last, ``(H, W, 3k)`` (frame ``j`` in channels ``3j..3j+2``).
+        """
+        last = self.channels_last if channels_last is None else channels_last
+        k, h, w = self.stack_size, self.height, self.width
+        if last:
+            return (h, w, k * self.channels)
+        return (k, h, w) if self.grayscale_obs else (k, h, w, 3)
+
+    @property
+    def observation_shape(self) -> Tuple[int, ...]:
+        """Shape of the observation in the configured layout (see :meth:`stack_shape`)."""
+        return self.stack_shape()
+
+    @property
+    def pooling(self) -> bool:
+        """Whether a step's observation max-pools two frames (``maxpool`` and ``frame_skip > 1``)."""
+        return self.maxpool and self.frame_skip > 1
+
+    def replace(self, **changes: Any) -> "AtariOptions":
+        """A copy with some options changed (validated again)."""
+        return dataclasses.replace(self, **changes)
