@@ -1,0 +1,1 @@
+"""Benchmarks: kernel microbenchmarks (pytest-benchmark) and the throughput harness."""
