@@ -216,8 +216,8 @@ class AtariGame:
         self.options = options
         self.rom = resolve_game(game)
 
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # before: no banner
         ale = ale_py.ALEInterface()
-        ale.setLoggerMode(ale_py.LoggerMode.Error)
         ale.setFloat("repeat_action_probability", float(options.repeat_action_probability))
         if options.max_num_frames_per_episode is not None:
             ale.setInt("max_num_frames_per_episode", int(options.max_num_frames_per_episode))
