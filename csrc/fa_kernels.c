@@ -115,6 +115,16 @@ static const uint8_t *source_row(const fa_impl *f, const fa_plan *p, const fa_so
     }
 }
 
+/* Whether source row y is byte-identical to row y - 1 in every frame it is built from. */
+static int same_row(const fa_source *s, int y, size_t bytes)
+{
+    const uint8_t *a = s->a + y * s->stride;
+    if (memcmp(a, a - s->stride, bytes) != 0) return 0;
+    if (!s->b) return 1;
+    const uint8_t *b = s->b + y * s->stride;
+    return memcmp(b, b - s->stride, bytes) == 0;
+}
+
 static void store_row(const uint8_t *row, int w, int cn, uint8_t *dst, ptrdiff_t px_stride)
 {
     if (px_stride == cn) {
@@ -161,7 +171,8 @@ int fa_process(const fa_plan *p, const fa_source *s, uint8_t *dst, ptrdiff_t row
     /* scratch: hrow ring, one source row (+64 for whole-vector access), one output row, sums,
      * the hrows of one destination row's taps */
     size_t need = 64 + sizeof(float) * (size_t)hlen * ring + (size_t)src_len + 64 + (size_t)hlen +
-                  8 + sizeof(int32_t) * (size_t)p->dst_w * cn + 8 + sizeof(float *) * (size_t)ring;
+                  8 + sizeof(int32_t) * (size_t)p->dst_w * cn + 8 +
+                  sizeof(float *) * ((size_t)ring + (size_t)p->src_h);
     unsigned char stack_buf[16384];
     unsigned char *mem = need <= sizeof(stack_buf) ? stack_buf : malloc(need);
     if (!mem) return FA_ENOMEM;
@@ -170,6 +181,7 @@ int fa_process(const fa_plan *p, const fa_source *s, uint8_t *dst, ptrdiff_t row
     uint8_t *outbuf = rowbuf + src_len + 64;
     int32_t *sums = (int32_t *)(((uintptr_t)(outbuf + hlen) + 7) & ~(uintptr_t)7);
     const float **tap_rows = (const float **)(((uintptr_t)(sums + p->dst_w * cn) + 7) & ~(uintptr_t)7);
+    const float **hrow_of = tap_rows + ring; /* the hrow of each source row */
 
     if (p->kind == FA_RESIZE_COPY) {
         for (int y = 0; y < p->src_h; y++)
@@ -177,17 +189,28 @@ int fa_process(const fa_plan *p, const fa_source *s, uint8_t *dst, ptrdiff_t row
     } else if (p->kind == FA_RESIZE_AREA_INT) {
         area_int(f, p, s, rowbuf, sums, outbuf, dst, row_stride, px_stride);
     } else {
-        /* rows are consumed in increasing order; the ring holds the last `ring` hrows */
-        int done = -1;
+        /* Source rows are consumed in increasing order. A row whose source bytes equal the row
+         * above's (Atari screens are full of them) shares that row's hrow instead of being
+         * computed again. Only computed rows take a ring slot, so a destination row's taps,
+         * at most y.taps consecutive source rows, reference at most y.taps of the most
+         * recently computed hrows: a ring of y.taps slots holds them all. */
+        const size_t src_bytes = (size_t)p->src_w * (s->kind == FA_SRC_RGB_GRAY ? 3 : s->kind == FA_SRC_PALETTE ? 1 : cn);
+        int done = -1, computed = 0;
         memset(hbuf, 0, sizeof(float) * (size_t)hlen * ring);
         for (int dy = 0; dy < p->dst_h; dy++) {
             const int32_t *ys = p->y.index + dy * p->y.taps;
             int last = ys[p->y.taps - 1];
             while (done < last) {
                 done++;
-                f->hpass(p, source_row(f, p, s, done, rowbuf), hbuf + (size_t)(done & (ring - 1)) * hlen);
+                if (done > 0 && same_row(s, done, src_bytes)) {
+                    hrow_of[done] = hrow_of[done - 1];
+                    continue;
+                }
+                float *hrow = hbuf + (size_t)(computed++ & (ring - 1)) * hlen;
+                f->hpass(p, source_row(f, p, s, done, rowbuf), hrow);
+                hrow_of[done] = hrow;
             }
-            for (int k = 0; k < p->y.taps; k++) tap_rows[k] = hbuf + (size_t)(ys[k] & (ring - 1)) * hlen;
+            for (int k = 0; k < p->y.taps; k++) tap_rows[k] = hrow_of[ys[k]];
             if (px_stride == cn) {
                 f->vpass(p, dy, tap_rows, dst + dy * row_stride);
             } else {

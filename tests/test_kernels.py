@@ -218,3 +218,30 @@ class TestErrors:
     def test_unknown_simd(self):
         with pytest.raises(ValueError, match="not available"):
             kernels.set_simd_path("neon9000")
+
+
+@pytest.mark.parametrize("size", [(84, 84), (64, 48), (53, 71), (30, 7)])
+def test_repeated_rows_share_work_exactly(simd, size):
+    """Runs of identical rows (in one frame, the other, or both) reuse the row above's
+    horizontal pass: the result must not change."""
+    rng = np.random.default_rng(3)
+    lut = rng.integers(0, 256, 256, dtype=np.uint8)
+    for trial in range(20):
+        a = rng.integers(0, 256, (210, 160), dtype=np.uint8)
+        b = rng.integers(0, 256, (210, 160), dtype=np.uint8)
+        for frame in (a, b) if trial % 3 == 0 else (a,) if trial % 3 == 1 else (b,):
+            for start in rng.integers(1, 209, 12):
+                frame[start:start + rng.integers(1, 30)] = frame[start - 1]
+        if trial % 2:
+            a[:] = a[0]  # a whole screen of one row
+        stack = np.zeros((2, size[1], size[0]), np.uint8)
+        expected = reference_stack_step(lut[a], lut[b], stack, False)
+        kernels.step_palette(a, b, lut, stack)
+        assert np.array_equal(stack, expected)
+        rgb_a, rgb_b = a[..., None].repeat(3, -1), b[..., None].repeat(3, -1)
+        rgb_a[..., 1] ^= 0x5A
+        gray_stack = np.zeros((1, size[1], size[0]), np.uint8)
+        kernels.step_rgb(rgb_a, rgb_b, gray_stack)
+        gray = np.maximum(cv2.cvtColor(rgb_a, cv2.COLOR_RGB2GRAY),
+                          cv2.cvtColor(rgb_b, cv2.COLOR_RGB2GRAY))
+        assert np.array_equal(gray_stack[0], cv_area(gray, size))
