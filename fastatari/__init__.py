@@ -9,6 +9,8 @@ AtariPreprocessing
     Drop-in, faster replacement for ``gymnasium.wrappers.AtariPreprocessing`` (+ stacking).
 AtariOptions
     The validated preprocessing options shared by every front end.
+make_vec, AtariVectorEnv
+    N games in worker processes over shared memory: a gymnasium ``VectorEnv``.
 kernels
     The compiled, exact preprocessing kernels.
 
@@ -19,9 +21,11 @@ from fastatari import kernels
 from fastatari.env import AtariEnv, AtariPreprocessing
 from fastatari.options import AtariOptions
 from fastatari.registration import register_envs as _register_envs
+from fastatari.vector import AtariVectorEnv, make_vec
 
 __version__ = "0.1.0"
 
-__all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "kernels", "__version__"]
+__all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "make_vec",
+           "kernels", "__version__"]
 
 _register_envs()
