@@ -48,7 +48,7 @@ class BenchConfig:
 
 
 QUICK = {"rounds": 3, "steps": 300, "kernel_calls": 300, "vector_steps": 512,
-         "vector_envs": (1, 8, 64), "startup_repeats": 1}
+         "vector_envs": (1, 8, 32), "startup_repeats": 1}
 
 
 class Progress(Protocol):

@@ -381,38 +381,24 @@ class AtariGame:
         last_at = self._skip - 1
         raw = 0
         terminated = truncated = life_lost = False
-        if self._watch_lives:
-            for t in range(self._skip):
-                raw += act(a)
+        watch_lives = self._watch_lives
+        for t in range(self._skip):
+            raw += act(a)
+            if watch_lives:
+                lives = ale.lives()
+                life_lost = lives < self.lives
+                self.lives = lives
+            if life_lost or ale.game_over():
                 terminated = ale.game_over(with_truncation=False)
                 truncated = ale.game_truncated()
-                lives = ale.lives()
-                if lives < self.lives:
-                    life_lost = True
-                self.lives = lives
-                if terminated or truncated or life_lost:
-                    frames.push_early(t == prev_at + 1 and prev_at >= 0)
-                    break
-                if t == prev_at:
-                    frames.grab_prev()
-                elif t == last_at:
-                    frames.grab_last()
-            else:
-                frames.push_step()
+                frames.push_early(t == prev_at + 1 and prev_at >= 0)
+                break
+            if t == prev_at:
+                frames.grab_prev()
+            elif t == last_at:
+                frames.grab_last()
         else:
-            for t in range(self._skip):
-                raw += act(a)
-                if ale.game_over():
-                    terminated = ale.game_over(with_truncation=False)
-                    truncated = ale.game_truncated()
-                    frames.push_early(t == prev_at + 1 and prev_at >= 0)
-                    break
-                if t == prev_at:
-                    frames.grab_prev()
-                elif t == last_at:
-                    frames.grab_last()
-            else:
-                frames.push_step()
+            frames.push_step()
 
         self._return += raw
         self._length += 1

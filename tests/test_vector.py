@@ -50,6 +50,13 @@ def shm_segments() -> set:
     return {name for name in os.listdir("/dev/shm") if name.startswith("psm_")}
 
 
+def clean_run(n, seed, actions, num_workers=1):
+    """Results of an undisturbed run: one (obs, reward, terminated, truncated, info) per step."""
+    with make_vec("breakout", n, num_workers=num_workers, **FAST) as envs:
+        envs.reset(seed=seed)
+        return [envs.step(a) for a in actions]
+
+
 def run_both(ours, ref, steps, seed, rng):
     obs, _ = ours.reset(seed=seed)
     ref_obs, _ = ref.reset(seed=seed)
@@ -192,9 +199,7 @@ def test_async_results_equal_sync_results():
     n = 4
     rng = np.random.default_rng(2)
     actions = rng.integers(0, 4, (60, n))
-    with make_vec("breakout", n, num_workers=1, **FAST) as sync:
-        sync.reset(seed=4)
-        expected = [sync.step(a)[0] for a in actions]
+    expected = [result[0] for result in clean_run(n, 4, actions)]
     with make_vec("breakout", n, num_workers=2, batch_size=2, **FAST) as envs:
         envs.reset(seed=4)
         t = np.zeros(n, int)
@@ -214,9 +219,7 @@ def test_async_results_equal_sync_results():
 def test_bad_actions_change_nothing():
     rng = np.random.default_rng(0)
     actions = rng.integers(0, 4, (20, 3))
-    with make_vec("breakout", 3, num_workers=2, **FAST) as clean:
-        clean.reset(seed=8)
-        expected = [clean.step(a) for a in actions]
+    expected = clean_run(3, 8, actions, num_workers=2)
     with make_vec("breakout", 3, num_workers=2, **FAST) as envs:
         with pytest.raises(RuntimeError, match="reset\\(\\) before"):
             envs.step(np.zeros(3, np.int64))
@@ -243,9 +246,7 @@ def test_worker_killed_is_restarted_and_others_lose_nothing():
     n = 4
     rng = np.random.default_rng(1)
     actions = rng.integers(0, 4, (120, n))
-    with make_vec("breakout", n, num_workers=2, **FAST) as clean:
-        clean.reset(seed=2)
-        expected = [clean.step(a) for a in actions]
+    expected = clean_run(n, 2, actions, num_workers=2)
     with make_vec("breakout", n, num_workers=2, max_restarts=5, **FAST) as envs:
         envs.reset(seed=2)
         victim_envs = [2, 3]  # worker 1's block
