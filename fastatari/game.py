@@ -184,6 +184,9 @@ class AtariGame:
     stack : ndarray, optional
         uint8, C-contiguous, writable, of shape ``options.observation_shape``: the observation
         stack to write into. Allocated if omitted.
+    seed : int, optional
+        Seed for the construction-time ROM load (random if omitted, as in ale-py). A first
+        ``reset(seed)`` with the same seed then need not reload the ROM.
 
     Notes
     -----
@@ -208,7 +211,7 @@ class AtariGame:
     """
 
     def __init__(self, game: str, options: Optional[AtariOptions] = None,
-                 stack: Optional[np.ndarray] = None) -> None:
+                 stack: Optional[np.ndarray] = None, seed: Optional[int] = None) -> None:
         if options is None:
             options = AtariOptions()
         elif not isinstance(options, AtariOptions):
@@ -224,8 +227,11 @@ class AtariGame:
         ale.setBool("sound_obs", False)
         self.ale = ale
         self.np_random: np.random.Generator = make_np_random(0)
-        self.seed()  # random, as ale-py does at construction
+        # ale-py seeds randomly at construction; a known seed lets the first reset(seed) with
+        # the same seed skip reloading the ROM (~80 ms), as the loaded state is the same.
+        self._load_seeds = self.seed(seed)
         self._load()
+        self._fresh_seed = seed  # not None: the ROM is as loaded with this seed, untouched
 
         self.action_set = list(ale.getLegalActionSet() if options.full_action_space
                                else ale.getMinimalActionSet())
@@ -326,9 +332,12 @@ class AtariGame:
         ale = self.ale
         seeds = None
         if seed is not None or not self._continue_game:
-            if seed is not None:
+            if seed is not None and seed == self._fresh_seed:
+                seeds = self._load_seeds
+            elif seed is not None:
                 seeds = self.seed(seed)
                 self._load()
+            self._fresh_seed = None
             ale.reset_game()
             self._return = 0
             self._length = 0
@@ -373,6 +382,7 @@ class AtariGame:
         """
         if self._closed:
             self._check_open()
+        self._fresh_seed = None
         ale = self.ale
         act = ale.act
         a = self.action_set[action]

@@ -283,11 +283,19 @@ def test_restart_budget_then_clear_error():
         envs.step(np.zeros(2, np.int64))
 
 
-def test_worker_exception_reaches_caller_with_traceback():
+def test_bad_options_fail_at_construction_without_leaks():
     before = shm_segments()
-    with pytest.raises(WorkerError, match="(?s)worker 0 raised.*Traceback.*mode must be one of"):
+    with pytest.raises(ValueError, match="mode must be one of"):
         make_vec("breakout", 2, num_workers=1, mode=999)
     assert shm_segments() == before
+
+
+def test_worker_exception_reaches_caller_with_traceback():
+    with make_vec("breakout", 2, num_workers=2, **FAST) as envs:
+        envs.reset(seed=0)
+        envs._check_actions = lambda actions, count: np.asarray(actions)  # let a bad one through
+        with pytest.raises(WorkerError, match="(?s)worker 1 raised.*Traceback.*IndexError"):
+            envs.step(np.array([0, 99]))
 
 
 def test_close_cleans_up_and_rejects_calls():

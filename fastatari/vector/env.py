@@ -21,6 +21,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from fastatari.game import AtariGame
 from fastatari.games import resolve_game
 from fastatari.options import AtariOptions
 from fastatari.vector import worker as worker_module
@@ -191,11 +192,15 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         try:
             for k in range(self.num_workers):
                 self._start_worker(k, [])
-            replies = self._wait_ready(range(self.num_workers))
+            # While the workers start: one game here checks the options against the ROM
+            # (mode, difficulty, FIRE, screen size) and tells the action count.
+            probe = AtariGame(self.rom, self.options)
+            self._num_actions = probe.num_actions
+            probe.close()
+            self._wait_ready(range(self.num_workers))
         except BaseException:
             self._finalizer()
             raise
-        self._num_actions = replies[0][2]
         self._closed = False
 
         self.single_observation_space = spaces.Box(0, 255, self.options.observation_shape,

@@ -23,7 +23,7 @@ RESET = "reset"  # (RESET, [(env_id, seed or None), ...])
 RENDER = "render"  # (RENDER, env_ids) -> ("render", [rgb, ...])
 CLOSE = "close"
 # Replies (worker -> trainer)
-READY = "ready"  # (READY, pid, number of actions)
+READY = "ready"  # (READY, pid)
 DONE = "done"  # (DONE, env_ids)
 ERROR = "error"  # (ERROR, traceback text)
 
@@ -35,9 +35,18 @@ class Worker:
                  env_ids: Sequence[int], same_step: bool) -> None:
         self.buffers = buffers
         self.same_step = same_step
-        self.games: Dict[int, AtariGame] = {
-            i: AtariGame(rom, options, stack=buffers.obs[i]) for i in env_ids
-        }
+        self.rom = rom
+        self.options = options
+        # Games are built at their first reset, with its seed: loading a ROM costs ~80 ms and
+        # a seeded reset of an already built game would load it again.
+        self.games: Dict[int, AtariGame] = {}
+
+    def _game(self, i: int, seed: Optional[int]) -> AtariGame:
+        game = self.games.get(i)
+        if game is None:
+            game = self.games[i] = AtariGame(self.rom, self.options, stack=self.buffers.obs[i],
+                                             seed=seed)
+        return game
 
     def _write(self, i: int, reward: float, terminated: bool, truncated: bool,
                info: Dict[str, Any]) -> None:
@@ -59,7 +68,7 @@ class Worker:
 
     def reset(self, requests: Sequence[Tuple[int, Optional[int]]]) -> List[int]:
         for i, seed in requests:
-            info = self.games[i].reset(seed)
+            info = self._game(i, seed).reset(seed)
             self._write(i, 0.0, False, False, info)
             self.buffers.has_final[i] = False
         return [i for i, _ in requests]
@@ -86,7 +95,7 @@ class Worker:
         return list(step_ids) + list(reset_ids)
 
     def render(self, env_ids: Sequence[int]) -> list:
-        return [self.games[i].render_rgb() for i in env_ids]
+        return [self._game(i, None).render_rgb() for i in env_ids]
 
     def close(self) -> None:
         for game in self.games.values():
@@ -110,8 +119,7 @@ def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: Atar
         buffers = SharedBuffers(layout, name=shm_name)
         worker = Worker(buffers, rom, options, env_ids, same_step)
         worker.reset(initial_resets)
-        first = next(iter(worker.games.values()))
-        conn.send((READY, os.getpid(), first.num_actions))
+        conn.send((READY, os.getpid()))
         while True:
             try:
                 message = conn.recv()
