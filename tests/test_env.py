@@ -493,3 +493,20 @@ def test_gymnasium_env_checker():
         warnings.simplefilter("error")  # any checker warning fails the test
         check_env(env, skip_render_check=True)
     env.close()
+
+
+def test_game_built_with_a_seed_equals_a_reseeded_game():
+    """AtariGame(seed=s) skips the ROM reload of a first reset(seed=s): same observations."""
+    from fastatari.game import AtariGame
+
+    fresh = AtariGame("breakout", seed=3)
+    reloaded = AtariGame("breakout")
+    stepped = AtariGame("breakout", seed=3)
+    stepped.step(1)  # no longer as loaded: its reset(3) must reload
+    for game in (fresh, reloaded, stepped):
+        game.reset(seed=3)
+    for t in range(200):
+        outs = [game.step(t % 4) for game in (fresh, reloaded, stepped)]
+        assert outs[0][:3] == outs[1][:3] == outs[2][:3]
+        assert np.array_equal(fresh.stack, reloaded.stack)
+        assert np.array_equal(fresh.stack, stepped.stack)
