@@ -593,6 +593,11 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if finalizer is not None:
             finalizer()  # runs once
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run (gymnasium's ``VectorEnv.closed``)."""
+        return self._closed
+
     def __enter__(self) -> "AtariVectorEnv":
         return self
 
