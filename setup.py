@@ -1,6 +1,5 @@
 """Declares the compiled extension; everything else lives in pyproject.toml."""
 import os
-import platform
 import sys
 
 import numpy as np
@@ -19,17 +18,11 @@ else:
     if not DEBUG:
         compile_args.append("-g0")
 
-machine = platform.machine().lower()
-x86 = machine in ("x86_64", "amd64", "i386", "i686")
-# target attributes and __builtin_cpu_supports: GCC and clang on x86, not MSVC.
-x86_dispatch = x86 and sys.platform != "win32"
-
 extension = Extension(
     "fastatari._kernels",
     sources=["fastatari/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c"],
     include_dirs=["csrc", np.get_include()],
     define_macros=[
-        ("FA_X86_DISPATCH", "1" if x86_dispatch else "0"),
         ("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION"),
     ],
     extra_compile_args=compile_args,

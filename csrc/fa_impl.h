@@ -4,6 +4,14 @@
 
 #include "fastatari.h"
 
+/* x86 SIMD variants need GCC/clang target attributes and __builtin_cpu_supports; decided by the
+ * compiler's target, not the build machine (cross builds, MSVC get the portable path only). */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define FA_X86_DISPATCH 1
+#else
+#define FA_X86_DISPATCH 0
+#endif
+
 typedef struct {
     const char *name;
     /* out[x*cn + c] = max(lut[a[x]*cn + c], lut[b[x]*cn + c]) (just lut[a[x]] when b is NULL) */

@@ -221,6 +221,14 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._res.processes[k] = process
         self._res.conns[k] = parent
 
+    def _send(self, k: int, message: tuple) -> None:
+        """Send a command; a worker that died meanwhile is found (and restarted) by the wait
+        that follows, through its process sentinel."""
+        try:
+            self._res.conns[k].send(message)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def _wait_ready(self, workers: Sequence[int]) -> Dict[int, tuple]:
         replies = self._collect(list(workers), on_death="raise")
         for k, reply in replies.items():
@@ -391,7 +399,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
                 commands[k] = mine
         while commands:  # a worker that died meanwhile is restarted, then asked again
             for k, mine in commands.items():
-                self._res.conns[k].send((worker_module.RESET, mine))
+                self._send(k, (worker_module.RESET, mine))
             replies = self._collect(list(commands))
             commands = {k: commands[k] for k, r in replies.items() if r[0] == "restarted"}
         self._autoreset[ids] = False
@@ -496,7 +504,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             mine = self._owner[ids] == k
             step_ids = ids[mine & ~resets].tolist()
             reset_ids = ids[mine & resets].tolist()
-            self._res.conns[k].send((worker_module.STEP, step_ids, reset_ids))
+            self._send(k, (worker_module.STEP, step_ids, reset_ids))
             self._inflight[k] += 1
 
     # -- results -------------------------------------------------------------------------------
@@ -577,12 +585,12 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         for k in np.unique(self._owner[ids]):
             mine = [int(i) for i in ids if self._owner[i] == k]
             commands[int(k)] = mine
-            self._res.conns[k].send((worker_module.RENDER, mine))
+            self._send(k, (worker_module.RENDER, mine))
         for k, reply in self._collect(list(commands)).items():
             if reply[0] == worker_module.RENDER:
                 screens.update(zip(commands[k], reply[1]))
             else:  # restarted: render the fresh games
-                self._res.conns[k].send((worker_module.RENDER, commands[k]))
+                self._send(k, (worker_module.RENDER, commands[k]))
                 screens.update(zip(commands[k], self._collect([k])[k][1]))
         return np.stack([screens[int(i)] for i in ids])
 
