@@ -499,6 +499,11 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if not self._was_reset:
             raise RuntimeError("call reset() before step()")
         self._buf.action[ids] = actions
+        if ids.size == self.num_envs and not self._autoreset.any():  # the common step
+            for k, mine in enumerate(self._env_ids):
+                self._send(k, (worker_module.STEP, mine, ()))
+                self._inflight[k] += 1
+            return
         resets = self._autoreset[ids]
         for k in np.unique(self._owner[ids]):
             mine = self._owner[ids] == k
