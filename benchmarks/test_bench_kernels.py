@@ -11,7 +11,7 @@ import pytest
 
 from fastatari import bench, kernels
 
-GAMES = ["breakout", "pong", "seaquest"]
+GAMES = ["breakout", "pong", "seaquest", "qbert"]  # qbert: few repeated rows
 SIZE = bench.SCREEN_SIZE
 
 
