@@ -386,7 +386,7 @@ def measure(contenders: list[Contender], rounds: int,
 
 
 def median_ratio(numerators: list[float], denominators: list[float]) -> float:
-    return statistics.median(n / d for n, d in zip(numerators, denominators))
+    return statistics.median(n / d for n, d in zip(numerators, denominators, strict=False))
 
 
 def env_results(contenders: list[Contender], seconds: dict[str, list[float]]) -> list[EnvResult]:

@@ -36,7 +36,8 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
         description="Time fastatari against the raw-ALE emulation ceiling and gymnasium's "
                     "reference pipeline in one run (round-robin rounds, medians), and its "
                     "kernels against OpenCV/numpy.")
-    bench.add_argument("--game", default=defaults.game, help="game name or id (default: %(default)s)")
+    bench.add_argument("--game", default=defaults.game,
+                       help="game name or id (default: %(default)s)")
     bench.add_argument("--rounds", type=positive_int, help=f"default {defaults.rounds}")
     bench.add_argument("--steps", type=positive_int,
                        help=f"agent steps per round per system (default {defaults.steps})")

@@ -378,7 +378,8 @@ class AtariGame:
         terminated, truncated : bool
         info : dict
             ``lives``, ``episode_frame_number``, ``frame_number``; ``raw_reward`` with
-            ``clip_rewards``; ``game_over`` with ``episodic_life``; ``episode`` at the end of a game.
+            ``clip_rewards``; ``game_over`` with ``episodic_life``; ``episode`` at the end of a
+            game.
         """
         if self._closed:
             self._check_open()

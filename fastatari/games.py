@@ -22,7 +22,10 @@ _VARIANT = re.compile(r"(NoFrameskip|Deterministic)$")
 
 
 def camel_name(rom: str) -> str:
-    """The CamelCase name of a ROM id, as gymnasium ids use it (``space_invaders`` -> ``SpaceInvaders``)."""
+    """The CamelCase name of a ROM id, as gymnasium ids use it.
+
+    ``space_invaders`` -> ``SpaceInvaders``.
+    """
     return rom.title().replace("_", "")
 
 

@@ -179,7 +179,7 @@ class AtariOptions:
 
     @property
     def pooling(self) -> bool:
-        """Whether a step's observation max-pools two frames (``maxpool`` and ``frame_skip > 1``)."""
+        """Whether a step's observation max-pools two frames (``maxpool``, ``frame_skip > 1``)."""
         return self.maxpool and self.frame_skip > 1
 
     def replace(self, **changes: Any) -> "AtariOptions":

@@ -42,8 +42,8 @@ def test_options_defaults_match_gymnasium():
 def test_options_shapes(kwargs, shape):
     o = AtariOptions(**kwargs)
     assert o.observation_shape == shape
-    assert o.width == (kwargs.get("screen_size", 84) if isinstance(kwargs.get("screen_size", 84), int)
-                       else kwargs["screen_size"][0])
+    size = kwargs.get("screen_size", 84)
+    assert o.width == (size if isinstance(size, int) else size[0])
     assert o.frame_shape == ((o.height, o.width) if o.grayscale_obs else (o.height, o.width, 3))
 
 
@@ -236,7 +236,8 @@ def test_closed_env_errors():
 
 
 def test_construction_errors():
-    with pytest.raises(TypeError, match=r"unknown option\(s\) frameskip; valid options: frame_skip"):
+    with pytest.raises(TypeError,
+                       match=r"unknown option\(s\) frameskip; valid options: frame_skip"):
         AtariEnv("breakout", frameskip=4)
     with pytest.raises(ValueError, match=r"screen_size \(200, 84\) .* would enlarge breakout's "
                                          r"160x210 screen"):

@@ -62,7 +62,8 @@ class Counts:
 
 def assert_same_info(ref_info, fa_info, where):
     for key in ("lives", "episode_frame_number", "frame_number"):
-        assert ref_info[key] == fa_info[key], f"{where}: info[{key!r}] {ref_info[key]} != {fa_info[key]}"
+        assert ref_info[key] == fa_info[key], \
+            f"{where}: info[{key!r}] {ref_info[key]} != {fa_info[key]}"
 
 
 def run_parity(game, steps, seed, *, continue_prob=0.0, reseed_at=None, **options):

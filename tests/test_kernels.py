@@ -100,7 +100,7 @@ def test_step_palette_gray_and_rgb(simd, game_frames, size, channels_last):
         for idx, gray, rgb in frames:
             gray_lut[idx] = gray
             rgb_lut[idx] = rgb
-        for (i0, g0, c0), (i1, g1, c1) in zip(frames[:-1:2], frames[1::2]):
+        for (i0, g0, c0), (i1, g1, c1) in zip(frames[:-1:2], frames[1::2], strict=False):
             for lut, img0, img1, is_rgb in ((gray_lut, g0, g1, False), (rgb_lut, c0, c1, True)):
                 stack = stack_for(size, 4, is_rgb, channels_last, rng)
                 expected = reference_stack_step(img0, img1, stack, channels_last)
@@ -114,7 +114,7 @@ def test_step_palette_gray_and_rgb(simd, game_frames, size, channels_last):
 def test_step_rgb(simd, game_frames, k, channels_last, grayscale):
     rng = np.random.default_rng(1)
     for frames in game_frames.values():
-        for (_, _, c0), (_, _, c1) in zip(frames[:8:2], frames[1:8:2]):
+        for (_, _, c0), (_, _, c1) in zip(frames[:8:2], frames[1:8:2], strict=False):
             for maxpool in (True, False):
                 stack = stack_for((84, 84), k, not grayscale, channels_last, rng)
                 if grayscale:

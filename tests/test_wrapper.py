@@ -1,4 +1,4 @@
-"""fastatari.AtariPreprocessing vs gymnasium.wrappers.AtariPreprocessing (+ FrameStackObservation)."""
+"""fastatari.AtariPreprocessing against gymnasium.wrappers.AtariPreprocessing (+ frame stacking)."""
 from __future__ import annotations
 
 import numpy as np
@@ -148,7 +148,8 @@ def test_wrapper_first_action_not_noop():
             return self.env.unwrapped.ale
 
     for cls in (GymAtariPreprocessing, fastatari.AtariPreprocessing):
-        with pytest.raises(ValueError, match=r"When noop_max > 0, the first action meaning must be 'NOOP'"):
+        with pytest.raises(ValueError,
+                           match=r"When noop_max > 0, the first action meaning must be 'NOOP'"):
             cls(NotNoop(gymnasium.make("ALE/Breakout-v5", frameskip=1)))
 
 

@@ -127,7 +127,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
                  max_restarts: int = 8, timeout: Optional[float] = None,
                  render_mode: Optional[str] = None, **options: Any) -> None:
         self._closed = True  # until construction succeeds
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if (isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer))
+                or num_envs < 1):
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
         num_envs = int(num_envs)
         if num_workers is None:
@@ -416,7 +417,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         try:
             seeds = list(seed)
         except TypeError:
-            raise TypeError(f"seed must be None, an int or a sequence of ints, got {seed!r}") from None
+            raise TypeError(f"seed must be None, an int or a sequence of ints, "
+                            f"got {seed!r}") from None
         if len(seeds) != self.num_envs:
             raise ValueError(f"seed list must have {self.num_envs} entries, got {len(seeds)}")
         for s in seeds:
@@ -593,10 +595,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             self._send(k, (worker_module.RENDER, mine))
         for k, reply in self._collect(list(commands)).items():
             if reply[0] == worker_module.RENDER:
-                screens.update(zip(commands[k], reply[1]))
+                screens.update(zip(commands[k], reply[1], strict=False))
             else:  # restarted: render the fresh games
                 self._send(k, (worker_module.RENDER, commands[k]))
-                screens.update(zip(commands[k], self._collect([k])[k][1]))
+                screens.update(zip(commands[k], self._collect([k])[k][1], strict=False))
         return np.stack([screens[int(i)] for i in ids])
 
     def close(self, **kwargs: Any) -> None:
