@@ -71,3 +71,43 @@ FA_AVX2 static void vpass_avx2_vec(const fa_plan *p, int dy, const float *const 
         }
     }
 }
+
+/* cvtColor's 15-bit gray of 8 RGB pixels, exactly: pixels 0-3 in the low 128-bit lane, 4-7 in
+ * the high one; per 32-bit lane R*9798 + G*19235 and B*3735 + 1*16384 by vpmaddwd. `rgb` must
+ * have 28 readable bytes. */
+FA_AVX2 static inline __m128i fa_gray8_avx2(const uint8_t *rgb)
+{
+    const __m256i src = _mm256_loadu2_m128i((const __m128i *)(rgb + 12), (const __m128i *)rgb);
+    const __m256i rg = _mm256_shuffle_epi8(
+        src, _mm256_setr_epi8(0, -1, 1, -1, 3, -1, 4, -1, 6, -1, 7, -1, 9, -1, 10, -1,
+                              0, -1, 1, -1, 3, -1, 4, -1, 6, -1, 7, -1, 9, -1, 10, -1));
+    const __m256i b1 = _mm256_or_si256(
+        _mm256_shuffle_epi8(src, _mm256_setr_epi8(2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1,
+                                                  11, -1, -1, -1, 2, -1, -1, -1, 5, -1, -1, -1,
+                                                  8, -1, -1, -1, 11, -1, -1, -1)),
+        _mm256_set1_epi32(1 << 16));
+    const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(rg, _mm256_set1_epi32(9798 | (19235 << 16))),
+                                         _mm256_madd_epi16(b1, _mm256_set1_epi32(3735 | (16384 << 16))));
+    const __m256i w = _mm256_packus_epi32(_mm256_srli_epi32(sum, 15), _mm256_setzero_si256());
+    const __m256i b = _mm256_packus_epi16(w, _mm256_setzero_si256());
+    /* bytes 0-3 of each lane hold the grays of its four pixels */
+    return _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+}
+
+FA_AVX2 static void row_rgb_gray_avx2_shuffle(const uint8_t *a, const uint8_t *b, int n, uint8_t *out)
+{
+    int x = 0;
+    for (; x + 10 <= n; x += 8) { /* 8 pixels use 24 bytes; the loads read 28, inside the row */
+        __m128i g = fa_gray8_avx2(a + 3 * x);
+        if (b) g = _mm_max_epu8(g, fa_gray8_avx2(b + 3 * x));
+        _mm_storel_epi64((__m128i *)(out + x), g);
+    }
+    if (x < n) row_rgb_gray_avx2(a + 3 * x, b ? b + 3 * x : NULL, n - x, out + x);
+}
+
+FA_AVX2 static void rgb_to_gray_avx2_shuffle(const uint8_t *rgb, uint8_t *gray, size_t n)
+{
+    const size_t chunk = (size_t)1 << 20;
+    for (size_t i = 0; i < n; i += chunk)
+        row_rgb_gray_avx2_shuffle(rgb + 3 * i, NULL, (int)(n - i < chunk ? n - i : chunk), gray + i);
+}

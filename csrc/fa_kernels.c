@@ -23,12 +23,12 @@ const fa_impl fa_impl_scalar = {"scalar",        row_palette_scalar, row_rgb_gra
 #undef FA_NAME
 #undef FA_TARGET
 
-/* Hand-written AVX2 where compilers do not vectorise well: LUT, taps, vertical pass. */
+/* Hand-written AVX2 where compilers do not vectorise well: LUT, gray, taps, vertical pass. */
 #include "fa_avx2.h"
 
-const fa_impl fa_impl_avx2 = {"avx2",          row_palette_avx2_loads, row_rgb_gray_avx2,
-                              row_max_avx2,    hpass_avx2_shuffle,     vpass_avx2_vec,
-                              rgb_to_gray_avx2, all_known_avx2};
+const fa_impl fa_impl_avx2 = {"avx2",         row_palette_avx2_loads,   row_rgb_gray_avx2_shuffle,
+                              row_max_avx2,   hpass_avx2_shuffle,       vpass_avx2_vec,
+                              rgb_to_gray_avx2_shuffle, all_known_avx2};
 
 /* Hand-written AVX-512 VBMI where it pays (LUT, taps, vertical pass); AVX2 C elsewhere. */
 #include "fa_avx512.h"

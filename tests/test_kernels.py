@@ -56,6 +56,15 @@ def test_rgb_to_gray_all_triples(simd):
     assert np.array_equal(kernels.rgb_to_gray(rgb), cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
 
 
+def test_rgb_to_gray_every_length(simd):
+    """Vector bodies and scalar tails: every length from 1 to 70 pixels, exact."""
+    rng = np.random.default_rng(4)
+    for n in range(1, 71):
+        rgb = rng.integers(0, 256, (n, 3), dtype=np.uint8)
+        expected = cv2.cvtColor(rgb[None], cv2.COLOR_RGB2GRAY)[0]
+        assert np.array_equal(kernels.rgb_to_gray(rgb), expected), n
+
+
 def test_rgb_to_gray_real_frames(simd, game_frames):
     for frames in game_frames.values():
         for _, _, rgb in frames:
