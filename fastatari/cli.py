@@ -1,4 +1,4 @@
-"""The ``fastatari`` command: ``fastatari bench`` and ``fastatari list``."""
+"""The ``fastatari`` command: ``fastatari bench``, ``fastatari list`` and ``fastatari play``."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:
     from fastatari.bench import BenchConfig
+    from fastatari.play import PlayResult
 
 DEFAULT_PLOT = os.path.join("bench-results", "vector.png")
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_bench_command(commands)
     add_list_command(commands)
+    add_play_command(commands)
     return parser
 
 
@@ -67,6 +69,68 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
 def add_list_command(commands: argparse._SubParsersAction) -> None:
     games = commands.add_parser("list", help="print the games fastatari runs, one per line")
     games.set_defaults(handler=run_list)
+
+
+def add_play_command(commands: argparse._SubParsersAction) -> None:
+    from fastatari.play import POLICIES
+
+    play = commands.add_parser(
+        "play", help="play a game with a random policy; --record writes a video",
+        description="Run a game with a simple policy, print each episode's return and length, "
+                    "and with --record write a video of the raw screen next to what the "
+                    "agent sees (one frame per step).")
+    play.add_argument("game", help="game name or id, e.g. breakout")
+    play.add_argument("--policy", default="random", choices=sorted(POLICIES),
+                      help="how actions are chosen (default: %(default)s)")
+    play.add_argument("--steps", type=positive_int, default=1000,
+                      help="agent steps to run (default: %(default)s)")
+    play.add_argument("--seed", type=int, default=0,
+                      help="seeds the first reset and the policy (default: %(default)s)")
+    play.add_argument("--record", metavar="PATH",
+                      help="write a side-by-side video: .mp4 (OpenCV) or .gif (Pillow)")
+    play.add_argument("--fps", type=positive_float,
+                      help="video frames per second (default: real time, 60 / frame skip)")
+    play.add_argument("--all-frames", action="store_true",
+                      help="video: show every frame of the observation stack, not only the "
+                           "newest")
+    options = play.add_argument_group("AtariOptions")
+    options.add_argument("--frame-skip", type=positive_int, help="emulator frames per step")
+    options.add_argument("--screen-size", type=screen_size, metavar="N|WxH",
+                         help="observation size: a square side or width x height")
+    options.add_argument("--stack-size", type=positive_int, help="frames per observation")
+    options.add_argument("--no-grayscale", dest="grayscale_obs", action="store_false",
+                         default=None, help="RGB observations")
+    options.add_argument("--channels-last", action="store_true", default=None,
+                         help="(H, W, k) observation layout")
+    options.add_argument("--sticky", dest="repeat_action_probability", type=probability,
+                         metavar="P", help="sticky-action probability (default 0.25)")
+    play.set_defaults(handler=run_play)
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
+def screen_size(text: str) -> int | tuple[int, int]:
+    try:
+        parts = [positive_int(part) for part in text.lower().split("x")]
+    except ValueError:
+        parts = []
+    if len(parts) == 1:
+        return parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise argparse.ArgumentTypeError(f"expected N or WxH (like 84 or 80x105), got {text!r}")
 
 
 def positive_int(text: str) -> int:
@@ -123,6 +187,72 @@ def tqdm_bar() -> Callable[[int], object]:
     # on stderr, so that stdout holds only the Markdown
     return lambda total: tqdm(total=total, desc="rounds", unit="round", file=sys.stderr,
                               leave=False, dynamic_ncols=True)
+
+
+PLAY_OPTIONS = ("frame_skip", "screen_size", "stack_size", "grayscale_obs", "channels_last",
+                "repeat_action_probability")
+
+
+def run_play(args: argparse.Namespace) -> int:
+    from fastatari.play import play
+
+    # only the flags given, so AtariOptions' defaults stay the single source of them
+    options = {name: getattr(args, name) for name in PLAY_OPTIONS
+               if getattr(args, name) is not None}
+    bar = optional_bar(args.steps)
+
+    def on_episode(index: int, ret: float, length: int) -> None:
+        line = f"episode {index + 1}: return {ret:g}, length {length} steps"
+        if bar is None:
+            print(line, flush=True)
+        else:
+            bar.write(line, file=sys.stdout)
+
+    try:
+        result = play(args.game, args.steps, policy=args.policy, seed=args.seed,
+                      record=args.record, fps=args.fps, all_frames=args.all_frames,
+                      on_episode=on_episode, on_step=bar.update if bar else None, **options)
+    except (ImportError, ValueError) as error:
+        print(f"fastatari play: error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if bar is not None:
+            bar.close()
+    print(play_summary(args.game, result))
+    if args.record:
+        print(f"wrote {args.record} ({result.frames_written} frames)")
+    return 0
+
+
+def play_summary(game: str, result: PlayResult) -> str:
+    """One line: steps, speed, and the finished episodes' returns and lengths."""
+    import numpy as np
+
+    speed = result.steps / result.seconds if result.seconds > 0 else float("inf")
+    line = f"{game}: {result.steps} steps in {result.seconds:.2f} s ({speed:,.0f} steps/s)"
+    if result.episodes:
+        returns = np.array([r for r, _ in result.episodes])
+        lengths = np.array([n for _, n in result.episodes])
+        line += (f", {len(returns)} episodes: return mean {returns.mean():g} "
+                 f"(min {returns.min():g}, max {returns.max():g}), length mean "
+                 f"{lengths.mean():g}")
+    else:
+        line += ", no episode finished"
+    ret, length = result.unfinished
+    if length:
+        line += f"; unfinished episode: return {ret:g} after {length} steps"
+    return line
+
+
+def optional_bar(total: int):
+    """A tqdm bar on stderr when tqdm is installed, else None."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    # delay: a run that fails at once (bad option, missing library) shows no bar
+    return tqdm(total=total, desc="steps", unit="step", file=sys.stderr, leave=False,
+                dynamic_ncols=True, delay=0.5)
 
 
 def run_list(args: argparse.Namespace) -> int:

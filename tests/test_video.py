@@ -1,0 +1,359 @@
+"""fastatari.video and ``fastatari play``: side-by-side frames for every observation layout,
+mp4/gif round trips, the CLI end to end, VectorVideoRecorder's episode selection, and errors."""
+from __future__ import annotations
+
+import re
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+from fastatari import AtariEnv, AtariOptions, make_vec
+from fastatari.cli import main
+from fastatari.play import play
+from fastatari.video import VectorVideoRecorder, VideoWriter, side_by_side
+
+FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400)
+
+
+def read_mp4(path) -> list:
+    capture = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        frames.append(frame[..., ::-1])  # BGR -> RGB
+    capture.release()
+    return frames
+
+
+def newest_frame(obs: np.ndarray, options: AtariOptions) -> np.ndarray:
+    """The last frame of a stack as (H, W, 3), written out per layout."""
+    if options.channels_last:
+        frame = obs[..., -1:] if options.grayscale_obs else obs[..., -3:]
+    else:
+        frame = obs[-1][..., None] if options.grayscale_obs else obs[-1]
+    return np.repeat(frame, 3, axis=2) if frame.shape[2] == 1 else frame
+
+
+def upscaled(frame: np.ndarray, height: int) -> np.ndarray:
+    """OpenCV's nearest-neighbour resize as the reference."""
+    h, w = frame.shape[:2]
+    return cv2.resize(frame, (round(w * height / h), height), interpolation=cv2.INTER_NEAREST)
+
+
+def played(steps: int = 12, **options):
+    """(screen, observation, previous observation, options) after a few seeded steps."""
+    env = AtariEnv("breakout", render_mode="rgb_array", repeat_action_probability=0.0,
+                   **options)
+    obs, _ = env.reset(seed=3)
+    prev = obs
+    for t in range(steps):
+        prev = obs
+        obs, *_ = env.step(1 if t == 0 else 2 + t % 2)  # FIRE, then RIGHT/LEFT
+    screen = env.render()
+    options = env.options
+    env.close()
+    return screen, obs, prev, options
+
+
+LAYOUTS = [dict(grayscale_obs=g, channels_last=c, stack_size=k, screen_size=s)
+           for g in (True, False) for c in (False, True) for k in (1, 4)
+           for s in (84, (80, 105), (41, 50))]
+
+
+# -- side_by_side --------------------------------------------------------------------------
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda d: "-".join(map(str, d.values())))
+def test_side_by_side_every_layout(layout):
+    screen, obs, _, options = played(**layout)
+    image = side_by_side(screen, obs, options)
+    right = upscaled(newest_frame(obs, options), 210)
+    assert image.dtype == np.uint8 and image.shape == (210, 160 + right.shape[1], 3)
+    assert np.array_equal(image[:, :160], screen)
+    assert np.array_equal(image[:, 160:], right)
+    if options.grayscale_obs:  # three equal channels
+        assert (image[:, 160:] == image[:, 160:, :1]).all()
+
+
+@pytest.mark.parametrize("grayscale", [True, False])
+def test_side_by_side_all_frames_oldest_to_newest(grayscale):
+    screen, obs, prev, options = played(grayscale_obs=grayscale, stack_size=4)
+    image = side_by_side(screen, obs, options, all_frames=True)
+    width = 210  # 84 x 84 upscaled to 210 rows
+    assert image.shape == (210, 160 + 4 * width, 3)
+    assert np.array_equal(image[:, :160], screen)
+    frames = obs if not grayscale else obs[..., None].repeat(3, axis=3)
+    for j in range(4):
+        panel = image[:, 160 + j * width:160 + (j + 1) * width]
+        assert np.array_equal(panel, upscaled(np.ascontiguousarray(frames[j]), 210))
+    # the last panel is the newest frame: the default image's right part
+    assert np.array_equal(image[:, -width:], side_by_side(screen, obs, options)[:, 160:])
+    # the stack shifts by one per step, so the previous newest frame is now second-newest
+    before = side_by_side(screen, prev, options)[:, 160:]
+    assert np.array_equal(image[:, -2 * width:-width], before)
+
+
+def test_side_by_side_same_image_for_both_layouts():
+    first = played(stack_size=3, grayscale_obs=False)
+    last = played(stack_size=3, grayscale_obs=False, channels_last=True)
+    assert np.array_equal(side_by_side(*first[:2], first[3], all_frames=True),
+                          side_by_side(*last[:2], last[3], all_frames=True))
+
+
+def test_side_by_side_errors():
+    options = AtariOptions()
+    screen = np.zeros((210, 160, 3), np.uint8)
+    with pytest.raises(ValueError) as error:
+        side_by_side(screen, np.zeros((84, 84, 4), np.uint8), options)
+    assert str(error.value) == ("observation of shape (84, 84, 4) and dtype uint8 does not match "
+                                "the options: expected uint8 (4, 84, 84)")
+    with pytest.raises(ValueError) as error:
+        side_by_side(screen[..., 0], np.zeros((4, 84, 84), np.uint8), options)
+    assert str(error.value) == "screen_rgb must be a uint8 (H, W, 3) array, got uint8 (210, 160)"
+
+
+# -- VideoWriter ---------------------------------------------------------------------------
+def distinct_frames(count: int, height: int, width: int) -> list:
+    """Blocky frames of a few colours, all different: exact in a GIF, easy for MPEG-4."""
+    frames = []
+    for i in range(count):
+        frame = np.zeros((height, width, 3), np.uint8)
+        frame[:, :, 0] = 40 + 15 * i
+        frame[: height // 2, : width // 2] = (200, 200 - 10 * i, 30)
+        frames.append(frame)
+    return frames
+
+
+def test_mp4_round_trip(tmp_path):
+    frames = distinct_frames(12, 210, 370)
+    path = tmp_path / "sub" / "clip.mp4"  # missing folders are created
+    with VideoWriter(path, fps=15) as video:
+        for frame in frames:
+            video.write(frame)
+    assert video.closed and video.frames_written == 12
+    back = read_mp4(path)
+    assert len(back) == 12 and back[0].shape == (210, 370, 3)
+    assert cv2.VideoCapture(str(path)).get(cv2.CAP_PROP_FPS) == 15
+    # lossy codec: close on average, not equal
+    for ours, theirs in zip(frames, back, strict=True):
+        assert np.abs(ours.astype(int) - theirs).mean() < 6
+
+
+def test_mp4_odd_size_is_padded_not_cropped(tmp_path):
+    path = tmp_path / "odd.mp4"
+    with VideoWriter(path) as video:
+        for frame in distinct_frames(3, 211, 371):
+            video.write(frame)
+    back = read_mp4(path)
+    assert len(back) == 3 and back[0].shape == (212, 372, 3)
+
+
+def test_gif_round_trip(tmp_path):
+    image_module = pytest.importorskip("PIL.Image")
+    frames = distinct_frames(7, 60, 90)
+    path = tmp_path / "clip.gif"
+    with VideoWriter(path, fps=20) as video:
+        for frame in frames:
+            video.write(frame)
+    with image_module.open(path) as gif:
+        assert gif.n_frames == 7 and gif.size == (90, 60)
+        assert gif.info["duration"] == 50
+        for i, frame in enumerate(frames):
+            gif.seek(i)
+            assert np.array_equal(np.asarray(gif.convert("RGB")), frame)
+
+
+def test_writer_without_frames_writes_nothing(tmp_path):
+    with VideoWriter(tmp_path / "empty.mp4"):
+        pass
+    assert not (tmp_path / "empty.mp4").exists()
+
+
+def test_writer_errors(tmp_path, monkeypatch):
+    with pytest.raises(ValueError) as error:
+        VideoWriter(tmp_path / "clip.avi")
+    assert str(error.value) == (f"unsupported video format '.avi' in "
+                                f"{str(tmp_path / 'clip.avi')!r}: use .mp4 or .gif")
+    with pytest.raises(ValueError, match=r"^unsupported video format '\(no extension\)'"):
+        VideoWriter(tmp_path / "clip")
+    with pytest.raises(ValueError) as error:
+        VideoWriter(tmp_path / "clip.mp4", fps=0)
+    assert str(error.value) == "fps must be a number > 0, got 0"
+
+    path = str(tmp_path / "clip.mp4")
+    video = VideoWriter(path)
+    video.write(np.zeros((210, 370, 3), np.uint8))
+    with pytest.raises(ValueError) as error:
+        video.write(np.zeros((210, 160, 3), np.uint8))
+    assert str(error.value) == (f"frame 1 of {path!r} is 160x210 but the video is 370x210: "
+                                f"every frame of a video must have the same size")
+    with pytest.raises(ValueError) as error:
+        video.write(np.zeros((210, 370, 3), np.float32))
+    assert str(error.value) == ("a video frame must be a uint8 (H, W, 3) RGB array, got float32 "
+                                "(210, 370, 3)")
+    video.close()
+    with pytest.raises(RuntimeError) as error:
+        video.write(np.zeros((210, 370, 3), np.uint8))
+    assert str(error.value) == f"VideoWriter for {path!r} is closed"
+
+    # the optional libraries: None in sys.modules makes their import fail
+    monkeypatch.setitem(sys.modules, "cv2", None)
+    with pytest.raises(ImportError) as error:
+        VideoWriter(tmp_path / "clip.mp4")
+    assert str(error.value) == 'writing .mp4 videos needs OpenCV: pip install "fastatari[video]"'
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(ImportError) as error:
+        VideoWriter(tmp_path / "clip.gif")
+    assert str(error.value) == 'writing .gif videos needs Pillow: pip install "fastatari[video]"'
+
+
+# -- fastatari play ------------------------------------------------------------------------
+def test_cli_play_records_one_frame_per_step(tmp_path, capsys):
+    path = tmp_path / "x.mp4"
+    assert main(["play", "breakout", "--steps", "200", "--record", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "breakout: 200 steps in " in out
+    assert f"wrote {path} (200 frames)" in out
+    frames = read_mp4(path)
+    assert len(frames) == 200
+    assert frames[0].shape == (210, 160 + 210, 3)  # screen + 84x84 upscaled to 210x210
+
+
+def test_cli_play_gif_options(tmp_path):
+    pytest.importorskip("PIL")
+    path = tmp_path / "x.gif"
+    argv = ["play", "pong", "--steps", "30", "--seed", "1", "--record", str(path),
+            "--no-grayscale", "--channels-last", "--stack-size", "2", "--screen-size", "80x105",
+            "--frame-skip", "5", "--all-frames", "--fps", "25"]
+    assert main(argv) == 0
+    from PIL import Image
+
+    with Image.open(path) as gif:
+        assert gif.size == (160 + 2 * 160, 210)  # two 80x105 frames at twice the size
+        assert gif.info["duration"] == 40
+
+
+def test_cli_play_prints_episodes_and_is_seeded(capsys):
+    argv = ["play", "breakout", "--steps", "400", "--seed", "5", "--sticky", "0"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()
+    assert main(argv) == 0
+    second = capsys.readouterr().out.splitlines()
+    episodes = [line for line in first if line.startswith("episode ")]
+    assert episodes and episodes == [line for line in second if line.startswith("episode ")]
+    assert episodes[0].startswith("episode 1: return ") and episodes[0].endswith(" steps")
+    assert first[-1].startswith("breakout: 400 steps in ")
+    assert f", {len(episodes)} episodes: return mean " in first[-1]
+
+
+def test_play_matches_an_env_driven_by_hand():
+    result = play("breakout", 300, seed=7, **FAST)
+    env = AtariEnv("breakout", **FAST)
+    rng = np.random.default_rng(7)
+    env.reset(seed=7)
+    episodes, ret, length = [], 0.0, 0
+    for _ in range(300):
+        _, reward, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+        ret, length = ret + reward, length + 1
+        if terminated or truncated:
+            episodes.append((ret, length))
+            env.reset()
+            ret, length = 0.0, 0
+    assert result.episodes == episodes and result.unfinished == (ret, length)
+
+
+def test_cli_play_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["play", "breakout", "--policy", "greedy"])
+    assert stop.value.code == 2
+    assert re.search(r"argument --policy: invalid choice: 'greedy' \(choose from '?random'?\)",
+                     capsys.readouterr().err)
+    with pytest.raises(SystemExit):
+        main(["play", "breakout", "--screen-size", "84x"])
+    assert "expected N or WxH (like 84 or 80x105), got '84x'" in capsys.readouterr().err
+    assert main(["play", "breakout", "--steps", "5", "--record", str(tmp_path / "x.avi")]) == 2
+    assert "fastatari play: error: unsupported video format '.avi'" in capsys.readouterr().err
+
+
+# -- VectorVideoRecorder -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def rendering_envs():
+    envs = make_vec("breakout", 2, num_workers=1, render_mode="rgb_array", **FAST)
+    yield envs
+    envs.close()
+
+
+def test_recorder_every_kth_episode(tmp_path):
+    envs = make_vec("breakout", 2, num_workers=1, render_mode="rgb_array", **FAST)
+    recorder = VectorVideoRecorder(envs, str(tmp_path / "env{env_id}-ep{episode}.mp4"),
+                                   every_k_episodes=2, env_id=1)
+    assert recorder.num_envs == 2 and recorder.options.max_num_frames_per_episode == 400
+    recorder.reset(seed=0)
+    first_screen = envs.render(env_ids=[1])[0]
+    rng = np.random.default_rng(0)
+    lengths = []
+    while len(lengths) < 4:  # episodes are truncated at 400 frames, so ~100 steps each
+        _, _, terminated, truncated, info = recorder.step(rng.integers(0, 4, 2))
+        if terminated[1] or truncated[1]:
+            lengths.append(int(info["episode"]["l"][1]))
+            assert not recorder.recording
+    recorder.step(rng.integers(0, 4, 2))  # env 1's autoreset: episode 4 starts, recorded
+    assert recorder.recording
+    recorder.close()
+    assert envs.closed
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["env1-ep0.mp4", "env1-ep2.mp4", "env1-ep4.mp4"]
+    assert recorder.video_paths == [str(tmp_path / n) for n in names]
+    for episode in (0, 2):
+        frames = read_mp4(tmp_path / f"env1-ep{episode}.mp4")
+        # the screen after the reset, then one per step of the episode
+        assert len(frames) == 1 + lengths[episode]
+        assert frames[0].shape == (210, 160, 3)
+    assert np.abs(read_mp4(tmp_path / "env1-ep0.mp4")[0].astype(int) - first_screen).mean() < 6
+    assert len(read_mp4(tmp_path / "env1-ep4.mp4")) == 1  # closed right after it started
+
+
+def test_recorder_same_step_autoreset(tmp_path):
+    envs = make_vec("breakout", 1, render_mode="rgb_array", autoreset_mode="same_step", **FAST)
+    with envs:
+        recorder = VectorVideoRecorder(envs, str(tmp_path / "{episode}.mp4"), every_k_episodes=1)
+        recorder.reset(seed=1)
+        rng = np.random.default_rng(1)
+        lengths = []
+        while len(lengths) < 2:
+            _, _, terminated, truncated, info = recorder.step(rng.integers(0, 4, 1))
+            if terminated[0] or truncated[0]:
+                lengths.append(info["final_info"][0]["episode"]["l"])
+        recorder.close()
+    # the reset screen and every step's but the last: that step's screen is the next episode's
+    for episode, length in enumerate(lengths):
+        assert len(read_mp4(tmp_path / f"{episode}.mp4")) == length
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.mp4", "1.mp4", "2.mp4"]
+
+
+def test_recorder_errors(rendering_envs, tmp_path):
+    with make_vec("breakout", 1, **FAST) as plain:
+        with pytest.raises(ValueError) as error:
+            VectorVideoRecorder(plain)
+    assert str(error.value) == ("VectorVideoRecorder needs a vector env created with "
+                                "render_mode='rgb_array', got render_mode=None")
+    with pytest.raises(ValueError) as error:
+        VectorVideoRecorder(rendering_envs, every_k_episodes=0)
+    assert str(error.value) == "every_k_episodes must be an int >= 1, got 0"
+    with pytest.raises(ValueError) as error:
+        VectorVideoRecorder(rendering_envs, env_id=2)
+    assert str(error.value) == "env_id must be an int in [0, 2), got 2"
+    with pytest.raises(ValueError) as error:
+        VectorVideoRecorder(rendering_envs, "videos/latest.mp4")
+    assert str(error.value) == ("path_pattern 'videos/latest.mp4' must contain {episode} (e.g. "
+                                "'videos/episode{episode:04d}.mp4'), or every video would be "
+                                "written to the same file")
+    with pytest.raises(ValueError, match=r"^path_pattern 'v/\{run\}-\{episode\}.mp4' must format"):
+        VectorVideoRecorder(rendering_envs, "v/{run}-{episode}.mp4")
+    with pytest.raises(ValueError, match=r"^unsupported video format '.webm'"):
+        VectorVideoRecorder(rendering_envs, "v/{episode}.webm")
+    recorder = VectorVideoRecorder(rendering_envs, str(tmp_path / "{episode}.mp4"))
+    with pytest.raises(NotImplementedError, match="records step"):
+        recorder.send(np.zeros(2, int))
