@@ -306,6 +306,8 @@ def test_worker_exception_reaches_caller_with_traceback():
         envs._check_actions = lambda actions, count: np.asarray(actions)  # let a bad one through
         with pytest.raises(WorkerError, match="(?s)worker 1 raised.*Traceback.*IndexError"):
             envs.step(np.array([0, 99]))
+        envs.reset(seed=0)  # the env is still usable
+        envs.step(np.array([0, 1]))
 
 
 @linux_only
@@ -397,3 +399,26 @@ def test_constructor_errors():
         make_vec("breakout", 2, frame_skip=0)
     with pytest.raises(ValueError, match="breakout"):
         make_vec("breakoutt", 2)
+
+
+@linux_only
+def test_restart_of_a_paused_env_is_reported_on_its_next_result():
+    with make_vec("breakout", 4, num_workers=2, batch_size=1, **FAST) as envs:
+        envs.reset(seed=0)
+        envs.send(np.array([1]), env_ids=[2])
+        envs.recv()
+        os.kill(envs.worker_pids[1], signal.SIGKILL)  # owns envs 2 and 3; 3 is paused
+        envs.send(np.array([1]), env_ids=[2])
+        _, _, term, trunc, info = envs.recv()
+        assert info["env_id"].tolist() == [2] and trunc[0] and not term[0]
+        assert info["worker_restarted"][0]
+        envs.send(np.array([1]), env_ids=[3])
+        obs, rew, term, trunc, info = envs.recv()
+        assert info["env_id"].tolist() == [3] and trunc[0] and rew[0] == 0
+        assert info["worker_restarted"][0]
+        envs.send(np.array([1]), env_ids=[3])  # the autoreset step that follows a truncation
+        _, _, term, trunc, info = envs.recv()
+        assert not (term[0] or trunc[0]) and "worker_restarted" not in info
+        # and the synchronous API still works after all that
+        _, _, term, trunc, info = envs.step(np.ones(4, np.int64))
+        assert "worker_restarted" not in info

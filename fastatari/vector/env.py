@@ -175,7 +175,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
         self._autoreset = np.zeros(num_envs, bool)  # next_step: the next step resets this env
         self._restarted = np.zeros(num_envs, bool)  # reported once, on the next result
-        self._pending = np.zeros(num_envs, bool)  # async: sent, not yet returned by recv
+        self._pending = np.zeros(num_envs, bool)  # sent, not yet returned
+        # restarted while idle (paused in async use): the next send reports the restart
+        # (truncated, worker_restarted) without stepping
+        self._notice = np.zeros(num_envs, bool)
         self._ready: List[int] = []  # async: finished, waiting to be returned by recv
         self._inflight: List[int] = [0] * self.num_workers  # commands without a reply yet
         self._seeds: List[Optional[int]] = [None] * num_envs
@@ -320,6 +323,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             buf.has_final[i] = self._same_step
             buf.final_lives[i] = buf.lives[i]
         self._restarted[ids] = True
+        self._notice[ids] = ~self._pending[ids]
 
     def _restart_seed(self, i: int) -> int:
         base = self._seeds[i] if self._seeds[i] is not None else i
@@ -405,6 +409,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             commands = {k: commands[k] for k, r in replies.items() if r[0] == "restarted"}
         self._autoreset[ids] = False
         self._restarted[ids] = False
+        self._notice[ids] = False
         self._was_reset = True
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
         return obs, self._info(ids, mask)
@@ -433,12 +438,17 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._check_open()
         if self._pending.any() or self._ready:
             raise RuntimeError("step() while async steps are pending: recv() them first")
+        if not self._was_reset:
+            raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions, self.num_envs)
-        self._dispatch(np.arange(self.num_envs), actions)
-        self._collect(list(range(self.num_workers)))
-        self._inflight = [0] * self.num_workers
-        self._pending[:] = False
         ids = np.arange(self.num_envs)
+        self._pending[:] = True
+        try:
+            _, workers = self._dispatch(ids, actions)
+            self._collect(workers)
+        finally:  # also after a worker's exception: every reply is in
+            self._inflight = [0] * self.num_workers
+            self._pending[:] = False
         return self._results(ids, whole=True)
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
@@ -456,8 +466,9 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if busy.any():
             raise RuntimeError(f"env {int(ids[np.flatnonzero(busy)[0]])} already has a step in "
                                f"flight: recv() it first")
-        self._dispatch(ids, actions)
+        done_now, _ = self._dispatch(ids, actions)
         self._pending[ids] = True
+        self._ready.extend(done_now.tolist())
 
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
@@ -496,23 +507,34 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         first = sorted({watch[obj] for obj in ready}) if ready else workers[:1]
         return self._collect(first)
 
-    def _dispatch(self, ids: np.ndarray, actions: np.ndarray) -> None:
-        """Write actions, then send each worker its envs: autoreset ones reset, others step."""
+    def _dispatch(self, ids: np.ndarray, actions: np.ndarray) -> Tuple[np.ndarray, List[int]]:
+        """Write actions, then send each worker its envs: autoreset ones reset, others step.
+
+        Returns the envs done at once (a restart to report, see ``_notice``) and the workers
+        that were sent a command.
+        """
         if not self._was_reset:
             raise RuntimeError("call reset() before step()")
+        notice = self._notice[ids]
+        done_now = ids[notice]
+        if done_now.size:
+            self._notice[done_now] = False
+            ids, actions = ids[~notice], actions[~notice]
         self._buf.action[ids] = actions
         if ids.size == self.num_envs and not self._autoreset.any():  # the common step
             for k, mine in enumerate(self._env_ids):
                 self._send(k, (worker_module.STEP, mine, ()))
                 self._inflight[k] += 1
-            return
+            return done_now, list(range(self.num_workers))
         resets = self._autoreset[ids]
-        for k in np.unique(self._owner[ids]):
+        workers = [int(k) for k in np.unique(self._owner[ids])]
+        for k in workers:
             mine = self._owner[ids] == k
             step_ids = ids[mine & ~resets].tolist()
             reset_ids = ids[mine & resets].tolist()
             self._send(k, (worker_module.STEP, step_ids, reset_ids))
             self._inflight[k] += 1
+        return done_now, workers
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, ids: np.ndarray, whole: bool):
