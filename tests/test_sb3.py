@@ -24,12 +24,14 @@ from stable_baselines3.common.preprocessing import (  # noqa: E402
 )
 from stable_baselines3.common.vec_env import VecEnv  # noqa: E402
 
+import fastatari  # noqa: E402
 from fastatari import make_vec  # noqa: E402
 from fastatari.sb3 import SB3AtariVecEnv, make_vec_env  # noqa: E402
 
 # Short games (400 frames = at most 100 agent steps) so episodes end within a test.
 SHORT = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400)
-REPO = Path(__file__).resolve().parents[1]
+# subprocesses import the same fastatari as these tests (an in-place build or the wheel)
+FASTATARI_HOME = str(Path(fastatari.__file__).resolve().parents[1])
 
 
 def test_spaces_are_channel_first_images_and_need_no_transpose():
@@ -169,7 +171,7 @@ def test_missing_sb3_names_the_extra():
     code = ("import sys; sys.modules['stable_baselines3'] = None\n"
             "try:\n    import fastatari.sb3\n"
             "except ImportError as e:\n    print(e)\n")
-    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join([FASTATARI_HOME, os.environ.get("PYTHONPATH", "")])
     env = dict(os.environ, PYTHONPATH=path)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=60)
