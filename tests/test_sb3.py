@@ -173,8 +173,9 @@ def test_missing_sb3_names_the_extra():
             "except ImportError as e:\n    print(e)\n")
     path = os.pathsep.join([FASTATARI_HOME, os.environ.get("PYTHONPATH", "")])
     env = dict(os.environ, PYTHONPATH=path)
+    # cwd: `python -c` puts the working directory first on sys.path
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=60)
+                         timeout=60, cwd=FASTATARI_HOME)
     assert 'pip install "fastatari[rl]"' in out.stdout, out.stderr
 
 
