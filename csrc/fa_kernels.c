@@ -28,7 +28,7 @@ const fa_impl fa_impl_scalar = {"scalar",        row_palette_scalar, row_rgb_gra
 
 const fa_impl fa_impl_avx2 = {"avx2",         row_palette_avx2_loads,   row_rgb_gray_avx2_shuffle,
                               row_max_avx2,   hpass_avx2_shuffle,       vpass_avx2_vec,
-                              rgb_to_gray_avx2_shuffle, all_known_avx2};
+                              rgb_to_gray_avx2_shuffle, all_known_avx2_bitmap};
 
 /* Hand-written AVX-512 VBMI where it pays (LUT, taps, vertical pass); AVX2 C elsewhere. */
 #include "fa_avx512.h"

@@ -255,19 +255,26 @@ def draw_actions(seed: int, num_actions: int, rounds: int, steps: int) -> list[l
     return rng.integers(num_actions, size=(rounds + 1, steps)).tolist()
 
 
-def ceiling_contender(config: BenchConfig) -> Contender:
-    ale = open_ale(config.game, config.seed)
+def bare_loop(game: str, seed: int, rounds: int, steps: int) -> Callable[[int], None]:
+    """The emulation ceiling: ``run(round)`` plays ``steps`` agent steps of FRAME_SKIP bare
+    ``ale.act`` calls each, no preprocessing, resetting on game over."""
+    ale = open_ale(game, seed)
     action_set = ale.getMinimalActionSet()
-    rows = draw_actions(config.seed, len(action_set), config.rounds, config.steps)
+    rows = draw_actions(seed, len(action_set), rounds, steps)
     actions = [[action_set[index] for index in row] for row in rows]
 
     def run(round_index: int) -> None:
-        for action in actions[round_index]:
+        for action in actions[round_index % len(actions)]:
             for _ in range(FRAME_SKIP):
                 ale.act(action)
             if ale.game_over():
                 ale.reset_game()
 
+    return run
+
+
+def ceiling_contender(config: BenchConfig) -> Contender:
+    run = bare_loop(config.game, config.seed, config.rounds, config.steps)
     return Contender("envs", CEILING, config.steps, run,
                      note="the emulation ceiling, one core, no preprocessing")
 

@@ -43,13 +43,12 @@ from fastatari.bench import (
     BenchConfig,
     Contender,
     Progress,
+    bare_loop,
     ceiling_contender,
-    draw_actions,
     gymnasium_reference_env,
     markdown_table,
     measure,
     median_ratio,
-    open_ale,
 )
 from fastatari.games import camel_name, resolve_game
 
@@ -136,10 +135,7 @@ def envpool_version() -> str | None:
 def _ceiling_worker(conn, game: str, seed: int, rounds: int, steps: int) -> None:
     """One bare loop: 4× ale.act per agent step, no preprocessing. Runs round ``r`` on command."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    ale = open_ale(game, seed)
-    action_set = ale.getMinimalActionSet()
-    rows = draw_actions(seed, len(action_set), rounds, steps)
-    actions = [[action_set[index] for index in row] for row in rows]
+    run = bare_loop(game, seed, rounds, steps)
     conn.send("ready")
     while True:
         try:
@@ -148,11 +144,7 @@ def _ceiling_worker(conn, game: str, seed: int, rounds: int, steps: int) -> None
             return
         if round_index is None:
             return
-        for action in actions[round_index % len(actions)]:
-            for _ in range(FRAME_SKIP):
-                ale.act(action)
-            if ale.game_over():
-                ale.reset_game()
+        run(round_index)
         conn.send(round_index)
 
 

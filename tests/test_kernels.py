@@ -172,6 +172,20 @@ def test_all_known(simd):
         assert not kernels.all_known(bad, known)
 
 
+def test_all_known_every_index_and_position(simd):
+    """Each of the 256 indices, alone unknown, is found wherever it sits (vector body or tail)."""
+    rng = np.random.default_rng(5)
+    for missing in range(256):
+        known = np.ones(256, np.uint8)
+        known[missing] = 0
+        screen = rng.choice(np.delete(np.arange(256), missing), 101).astype(np.uint8)
+        assert kernels.all_known(screen, known)
+        for pos in (0, 31, 32, 63, 64, 95, 100):
+            bad = screen.copy()
+            bad[pos] = missing
+            assert not kernels.all_known(bad, known), (missing, pos)
+
+
 class TestErrors:
     def test_upscale_rejected(self):
         with pytest.raises(ValueError, match="only downscales"):

@@ -412,7 +412,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._notice[ids] = False
         self._was_reset = True
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
-        return obs, self._info(ids, mask)
+        return obs, self._info(np.arange(self.num_envs), mask)
 
     def _seed_list(self, seed: Any) -> List[Optional[int]]:
         if seed is None:
@@ -549,13 +549,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         info = self._info(ids, np.ones(ids.size, bool))
         return obs, reward, terminated, truncated, info
 
-    def _info(self, ids: np.ndarray, mask: np.ndarray) -> Dict[str, Any]:
-        """gymnasium's vector info: arrays over the returned envs plus ``_key`` masks."""
+    def _info(self, full: np.ndarray, mask: np.ndarray) -> Dict[str, Any]:
+        """gymnasium's vector info: arrays over the envs ``full``, with ``_key`` masks saying
+        which of them the info is for."""
         buf = self._buf
-        if mask.size != ids.size:  # reset with a mask: arrays over all envs
-            full = np.arange(self.num_envs)
-        else:
-            full = ids
         info: Dict[str, Any] = {}
 
         def put(key: str, values: np.ndarray, present: np.ndarray) -> None:
