@@ -20,7 +20,8 @@ else:
 
 extension = Extension(
     "fastatari._kernels",
-    sources=["fastatari/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c"],
+    sources=["fastatari/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c",
+             "csrc/fa_wait.c"],
     include_dirs=["csrc", np.get_include()],
     define_macros=[
         ("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION"),

@@ -1,7 +1,7 @@
 # Thin Cython layer over csrc/: validate every argument, then run the C kernel without the GIL.
 # Directives (boundscheck, wraparound, ...) are set in setup.py.
 cimport numpy as cnp
-from libc.stdint cimport uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 import numpy as np
 
@@ -28,6 +28,7 @@ cdef extern from "fastatari.h" nogil:
     int fa_simd_select(const char *name)
     const char *fa_simd_name()
     int fa_simd_available(const char *name)
+    int fa_wait_change(const int64_t *word, int64_t seen, uint64_t max_ns)
 
 
 cdef class _Plan:
@@ -307,3 +308,21 @@ def set_simd_path(str name):
         raise ValueError(
             f"SIMD path {name!r} is not available on this CPU; available: {simd_available()}")
     return previous
+
+
+def wait_change(cnp.int64_t[::1] words, Py_ssize_t index, int64_t seen, double seconds):
+    """Watch ``words[index]`` (shared memory) until it is no longer ``seen``, for at most
+    ``seconds``, yielding the core between looks. True if it changed.
+
+    Not a kernel: a vector worker's short wait for its next command, cheaper than being woken.
+    """
+    if not 0 <= index < words.shape[0]:
+        raise IndexError(f"index {index} out of range for {words.shape[0]} words")
+    if not seconds >= 0:
+        raise ValueError(f"seconds must be >= 0, got {seconds}")
+    cdef const int64_t *word = <const int64_t *>&words[index]
+    cdef uint64_t ns = <uint64_t>(seconds * 1e9)
+    cdef int changed
+    with nogil:
+        changed = fa_wait_change(word, seen, ns)
+    return bool(changed)

@@ -25,6 +25,7 @@ _SCALARS: Dict[str, Tuple[str, Tuple[int, ...]]] = {
     "episode_t": ("float64", ()),
     "has_final": ("bool", ()),  # same-step autoreset: final_* hold the ended episode's step
     "final_lives": ("int32", ()),
+    "wake": ("int64", ()),  # at each worker's first env: bumped by the trainer per command
 }
 
 
@@ -71,19 +72,17 @@ class SharedBuffers:
         self.name = self.shm.name
         self.arrays: Dict[str, np.ndarray] = {}
         for field, (offset, dtype, shape) in layout.offsets().items():
-            self.arrays[field] = np.ndarray(shape, dtype, buffer=self.shm.buf, offset=offset)
+            array = np.ndarray(shape, dtype, buffer=self.shm.buf, offset=offset)
+            self.arrays[field] = array
+            setattr(self, field, array)  # plain attributes: workers read them per env and step
         self._owner = create
-
-    def __getattr__(self, field: str) -> np.ndarray:
-        try:
-            return self.__dict__["arrays"][field]
-        except KeyError:
-            raise AttributeError(field) from None
 
     def close(self) -> None:
         """Drop the views and unmap; the creator also unlinks the block."""
         if not self.arrays:
             return
+        for field in self.arrays:
+            delattr(self, field)
         self.arrays = {}
         try:
             self.shm.close()

@@ -3,17 +3,22 @@
 The trainer process owns the shared block, the autoreset bookkeeping and the workers' lives;
 workers own games. One step: write the actions into shared memory, send each worker a small
 command naming its envs, wait on the workers' pipes and process sentinels together (no
-spinning; a dead worker is seen at once), read the results out of shared memory.
+spinning; a dead worker is seen at once), read the results out of shared memory. The step
+command and its reply are a few raw bytes (see ``worker``), so nothing is pickled per step.
 """
 
 from __future__ import annotations
 
+import collections
+import math
 import multiprocessing as mp
 import os
+import select
 import signal
 import weakref
 from multiprocessing.connection import Connection, wait
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
@@ -40,6 +45,21 @@ def _default_workers(num_envs: int) -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, num_envs))
+
+
+def _wait(objects: List[Any], timeout: Optional[float]) -> List[Any]:
+    """``multiprocessing.connection.wait`` (connections and sentinels together), without the
+    Python selector it builds per call where ``poll(2)`` is at hand: this runs every step."""
+    if not hasattr(select, "poll"):  # Windows
+        return wait(objects, timeout=timeout)
+    poller = select.poll()
+    by_fd = {}
+    for obj in objects:
+        fd = obj if isinstance(obj, int) else obj.fileno()
+        by_fd[fd] = obj
+        poller.register(fd, select.POLLIN)
+    ms = None if timeout is None else max(0, math.ceil(timeout * 1000))
+    return [by_fd[fd] for fd, _ in poller.poll(ms)]
 
 
 def _death_cause(process: mp.process.BaseProcess) -> str:
@@ -180,7 +200,12 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         # (truncated, worker_restarted) without stepping
         self._notice = np.zeros(num_envs, bool)
         self._ready: List[int] = []  # async: finished, waiting to be returned by recv
-        self._inflight: List[int] = [0] * self.num_workers  # commands without a reply yet
+        # per worker, the envs of each step command without a reply yet, oldest first
+        self._sent: List[Deque[np.ndarray]] = [collections.deque()
+                                               for _ in range(self.num_workers)]
+        self._blocks = [np.array(ids, np.int64) for ids in self._env_ids]
+        self._step_all = [worker_module.STEP + bytes([worker_module.STEP_ENV]) * len(ids)
+                          for ids in self._env_ids]
         self._seeds: List[Optional[int]] = [None] * num_envs
         self._restarts = 0
         self._was_reset = False
@@ -225,11 +250,16 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._res.processes[k] = process
         self._res.conns[k] = parent
 
-    def _send(self, k: int, message: tuple) -> None:
-        """Send a command; a worker that died meanwhile is found (and restarted) by the wait
-        that follows, through its process sentinel."""
+    def _send(self, k: int, message: tuple | bytes) -> None:
+        """Send a command (a tuple, pickled; or raw bytes); a worker that died meanwhile is
+        found (and restarted) by the wait that follows, through its process sentinel."""
+        conn = self._res.conns[k]
+        self._buf.wake[self._env_ids[k][0]] += 1
         try:
-            self._res.conns[k].send(message)
+            if isinstance(message, bytes):
+                conn.send_bytes(message)
+            else:
+                conn.send(message)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -242,34 +272,42 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
     def _collect(self, workers: List[int], on_death: str = "restart") -> Dict[int, tuple]:
         """Wait for one reply from each of ``workers``. A worker that dies is restarted (or, with
-        ``on_death="raise"``, reported); its reply is then ``("restarted",)``. Worker errors are
-        raised once every reply is in, so the protocol stays in step."""
+        ``on_death="raise"``, reported); its reply is then ``("restarted",)``. The envs of an
+        answered step command join :attr:`_ready`. Worker errors are raised once every reply
+        is in, so the protocol stays in step."""
         replies: Dict[int, tuple] = {}
-        pending = set(workers)
+        watch: Dict[Any, int] = {}
+        for k in workers:
+            watch[self._res.conns[k]] = k
+            watch[self._res.processes[k].sentinel] = k
         try:
-            while pending:
-                watch: Dict[Any, int] = {}
-                for k in pending:
-                    watch[self._res.conns[k]] = k
-                    watch[self._res.processes[k].sentinel] = k
-                ready = wait(list(watch), timeout=self.timeout)
+            while len(replies) < len(workers):
+                ready = _wait(list(watch), self.timeout)
                 if not ready:
-                    raise TimeoutError(f"workers {sorted(pending)} did not answer within "
+                    pending = sorted(set(workers) - set(replies))
+                    raise TimeoutError(f"workers {pending} did not answer within "
                                        f"{self.timeout} s")
+                readable: Dict[int, bool] = {}  # worker -> its pipe has data (or EOF)
                 for obj in ready:
                     k = watch[obj]
-                    if k not in pending:
-                        continue
-                    reply = self._receive(k)
+                    readable[k] = readable.get(k, False) or obj is self._res.conns[k]
+                for k, has_data in readable.items():
+                    reply = self._receive(k, has_data)
                     if reply is None:  # dead
                         if on_death == "raise":
                             process = self._res.processes[k]
                             raise RuntimeError(f"worker {k} (pid {process.pid}) died while "
                                                f"starting: {_death_cause(process)}")
+                        lost = list(self._sent[k])  # its queued steps died with it
+                        self._sent[k].clear()
                         self._restart(k)
                         reply = ("restarted",)
+                        for ids in lost:
+                            self._ready.extend(ids.tolist())
+                    elif self._sent[k]:
+                        self._ready.extend(self._sent[k].popleft().tolist())
                     replies[k] = reply
-                    pending.discard(k)
+                    watch = {obj: j for obj, j in watch.items() if j != k}
         except BaseException:
             # Ctrl-C or a timeout mid-protocol: the workers' state is unknown; shut down cleanly.
             self.close()
@@ -280,12 +318,14 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             raise WorkerError(f"worker {k} raised an exception:\n{text}")
         return replies
 
-    def _receive(self, k: int) -> Optional[tuple]:
-        """The worker's reply, or None if it died."""
+    def _receive(self, k: int, readable: bool = False) -> Optional[tuple]:
+        """The worker's reply, or None if it died. ``readable``: the pipe is known to have
+        data or EOF, so no poll is needed first."""
         conn = self._res.conns[k]
         try:
-            if conn.poll():
-                return conn.recv()
+            if readable or conn.poll():
+                data = conn.recv_bytes()
+                return _DONE if data == worker_module.DONE else ForkingPickler.loads(data)
         except (EOFError, OSError):
             pass
         process = self._res.processes[k]
@@ -311,7 +351,6 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         buf.final_obs[ids] = buf.obs[ids]  # the last observation before the crash
         resets = [(i, self._restart_seed(i)) for i in ids]
         self._start_worker(k, resets)
-        self._inflight[k] = 0
         self._wait_ready([k])
         for i in ids:
             buf.reward[i] = 0.0
@@ -447,7 +486,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             _, workers = self._dispatch(ids, actions)
             self._collect(workers)
         finally:  # also after a worker's exception: every reply is in
-            self._inflight = [0] * self.num_workers
+            self._ready.clear()
             self._pending[:] = False
         return self._results(ids, whole=True)
 
@@ -479,17 +518,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         in_flight = int(self._pending.sum())
         want = min(self.batch_size, in_flight)
         while len(self._ready) < want:
-            busy = [k for k in range(self.num_workers) if self._inflight[k]]
-            for k, reply in self._collect_any(busy).items():
-                self._inflight[k] -= 1
-                if reply[0] == "restarted":
-                    # the dead worker's queued commands died with it
-                    self._inflight[k] = 0
-                    done = [i for i in self._env_ids[k]
-                            if self._pending[i] and i not in self._ready]
-                else:
-                    done = reply[1]
-                self._ready.extend(done)
+            self._collect_any([k for k in range(self.num_workers) if self._sent[k]])
         ids = np.array(self._ready[:want], np.int64)
         del self._ready[:want]
         self._pending[ids] = False
@@ -503,7 +532,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         for k in workers:
             watch[self._res.conns[k]] = k
             watch[self._res.processes[k].sentinel] = k
-        ready = wait(list(watch), timeout=self.timeout)
+        ready = _wait(list(watch), self.timeout)
         first = sorted({watch[obj] for obj in ready}) if ready else workers[:1]
         return self._collect(first)
 
@@ -522,18 +551,19 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             ids, actions = ids[~notice], actions[~notice]
         self._buf.action[ids] = actions
         if ids.size == self.num_envs and not self._autoreset.any():  # the common step
-            for k, mine in enumerate(self._env_ids):
-                self._send(k, (worker_module.STEP, mine, ()))
-                self._inflight[k] += 1
+            for k in range(self.num_workers):
+                self._send(k, self._step_all[k])
+                self._sent[k].append(self._blocks[k])
             return done_now, list(range(self.num_workers))
-        resets = self._autoreset[ids]
-        workers = [int(k) for k in np.unique(self._owner[ids])]
+        ops = np.zeros(self.num_envs, np.uint8)
+        ops[ids] = np.where(self._autoreset[ids], worker_module.RESET_ENV,
+                            worker_module.STEP_ENV)
+        owners = self._owner[ids]
+        workers = [int(k) for k in np.unique(owners)]
         for k in workers:
-            mine = self._owner[ids] == k
-            step_ids = ids[mine & ~resets].tolist()
-            reset_ids = ids[mine & resets].tolist()
-            self._send(k, (worker_module.STEP, step_ids, reset_ids))
-            self._inflight[k] += 1
+            block = self._blocks[k]
+            self._send(k, worker_module.STEP + ops[block[0]:block[-1] + 1].tobytes())
+            self._sent[k].append(ids[owners == k])
         return done_now, workers
 
     # -- results -------------------------------------------------------------------------------
@@ -645,6 +675,9 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self.num_workers} workers"
         return f"AtariVectorEnv({self.rom!r}, num_envs={self.num_envs}, {state})"
+
+
+_DONE = ("done",)
 
 
 def _context() -> mp.context.BaseContext:

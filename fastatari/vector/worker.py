@@ -1,8 +1,12 @@
 """The worker process: owns several games, steps them on command, writes into shared memory.
 
-It imports only numpy, ale_py and fastatari's game layer (no OpenCV). Commands arrive as small
-tuples on a pipe; observations never travel through it: each game writes its stack straight
-into its slot of the shared block.
+It imports only numpy, ale_py and fastatari's game layer (no OpenCV). Observations never travel
+through the pipe: each game writes its stack straight into its slot of the shared block.
+
+The step, the command of every agent step, is raw bytes both ways, so neither side pickles on
+the hot path: ``b"s"`` then one op byte per env of the worker's block (0 idle, 1 step, 2 reset),
+answered by ``b"d"`` once the results are in shared memory. The other commands and replies
+are pickled tuples, which always start with pickle's protocol byte 0x80.
 """
 
 from __future__ import annotations
@@ -11,20 +15,27 @@ import os
 import signal
 import traceback
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from fastatari._kernels import wait_change
 from fastatari.game import AtariGame
 from fastatari.options import AtariOptions
 from fastatari.vector.buffers import Layout, SharedBuffers
 
-# Commands (trainer -> worker)
-STEP = "step"  # (STEP, step_ids, reset_ids): act on step_ids, autoreset reset_ids
-RESET = "reset"  # (RESET, [(env_id, seed or None), ...])
-RENDER = "render"  # (RENDER, env_ids) -> ("render", [rgb, ...])
+# Step command and its reply (raw bytes)
+STEP = b"s"
+IDLE, STEP_ENV, RESET_ENV = 0, 1, 2  # op per env, after STEP
+DONE = b"d"
+# Other commands (trainer -> worker, pickled)
+RESET = "reset"  # (RESET, [(env_id, seed or None), ...]) -> DONE
+RENDER = "render"  # (RENDER, env_ids) -> (RENDER, [rgb, ...])
 CLOSE = "close"
-# Replies (worker -> trainer)
+# How long an idle worker watches for its next command before sleeping in read(2)
+SPIN_SECONDS = float(os.environ.get("FA_SPIN", "200e-6"))
+MIN_SPIN_SECONDS = 5e-6
+# Other replies (worker -> trainer, pickled)
 READY = "ready"  # (READY, pid)
-DONE = "done"  # (DONE, env_ids)
 ERROR = "error"  # (ERROR, traceback text)
 
 
@@ -37,6 +48,7 @@ class Worker:
         self.same_step = same_step
         self.rom = rom
         self.options = options
+        self.first = env_ids[0] if len(env_ids) else 0  # the block is contiguous
         # Games are built at their first reset, with its seed: loading a ROM costs ~80 ms and
         # a seeded reset of an already built game would load it again.
         self.games: Dict[int, AtariGame] = {}
@@ -66,17 +78,23 @@ class Worker:
             b.episode_l[i] = episode["l"]
             b.episode_t[i] = episode["t"]
 
-    def reset(self, requests: Sequence[Tuple[int, Optional[int]]]) -> List[int]:
+    def reset(self, requests: Sequence[Tuple[int, Optional[int]]]) -> None:
         for i, seed in requests:
             info = self._game(i, seed).reset(seed)
             self._write(i, 0.0, False, False, info)
             self.buffers.has_final[i] = False
-        return [i for i, _ in requests]
 
-    def step(self, step_ids: Sequence[int], reset_ids: Sequence[int]) -> List[int]:
+    def step(self, ops: bytes) -> None:
+        """Run one op per env of the block (``ops[j]`` for env ``first + j``)."""
         b = self.buffers
         actions = b.action
-        for i in step_ids:
+        for j, op in enumerate(ops):
+            if op == IDLE:
+                continue
+            i = self.first + j
+            if op == RESET_ENV:
+                self.reset([(i, None)])
+                continue
             game = self.games[i]
             reward, terminated, truncated, info = game.step(int(actions[i]))
             self._write(i, reward, terminated, truncated, info)
@@ -91,8 +109,6 @@ class Worker:
                 b.episode_frame_number[i] = reset_info["episode_frame_number"]
             else:
                 b.has_final[i] = False
-        self.reset([(i, None) for i in reset_ids])
-        return list(step_ids) + list(reset_ids)
 
     def render(self, env_ids: Sequence[int]) -> list:
         return [self._game(i, None).render_rgb() for i in env_ids]
@@ -120,17 +136,33 @@ def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: Atar
         worker = Worker(buffers, rom, options, env_ids, same_step)
         worker.reset(initial_resets)
         conn.send((READY, os.getpid()))
+        wake = buffers.wake
+        seen = int(wake[worker.first])
+        spin = SPIN_SECONDS
         while True:
+            if spin:
+                # A tight training loop sends the next command within microseconds: watch for
+                # it rather than sleep. Budget halves each time it runs out, doubles back when
+                # it catches a command, so a trainer that thinks for long costs ~nothing.
+                caught = wait_change(wake, worker.first, seen, spin)
+                spin = min(SPIN_SECONDS, spin * 2) if caught else spin / 2
+                if spin < MIN_SPIN_SECONDS:
+                    spin = MIN_SPIN_SECONDS
             try:
-                message = conn.recv()
+                data = conn.recv_bytes()
             except EOFError:  # the trainer is gone
                 return
-            command = message[0]
+            seen += 1  # the trainer bumps the word once per command it sends
             try:
-                if command == STEP:
-                    conn.send((DONE, worker.step(message[1], message[2])))
-                elif command == RESET:
-                    conn.send((DONE, worker.reset(message[1])))
+                if data[:1] == STEP:
+                    worker.step(data[1:])
+                    conn.send_bytes(DONE)
+                    continue
+                message = ForkingPickler.loads(data)
+                command = message[0]
+                if command == RESET:
+                    worker.reset(message[1])
+                    conn.send_bytes(DONE)
                 elif command == RENDER:
                     conn.send((RENDER, worker.render(message[1])))
                 elif command == CLOSE:

@@ -1,0 +1,50 @@
+/* The vector workers' short wait for their next command.
+ *
+ * Waking a process that sleeps in read(2) costs tens of microseconds on a virtual machine
+ * (an inter-processor interrupt through the hypervisor), twice per agent step. A worker that
+ * has just answered watches a shared counter for a little while instead, yielding its core to
+ * anyone runnable; the trainer bumps the counter before it writes the command to the pipe.
+ */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
+#endif
+
+#include "fastatari.h"
+
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+
+static uint64_t now_ns(void)
+{
+    LARGE_INTEGER frequency, count;
+    QueryPerformanceFrequency(&frequency);
+    QueryPerformanceCounter(&count);
+    return (uint64_t)((double)count.QuadPart * (1e9 / (double)frequency.QuadPart));
+}
+
+static void yield_core(void) { SwitchToThread(); }
+#else
+#include <sched.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void yield_core(void) { sched_yield(); }
+#endif
+
+int fa_wait_change(const volatile int64_t *word, int64_t seen, uint64_t max_ns)
+{
+    const uint64_t deadline = now_ns() + max_ns;
+    while (*word == seen) {
+        if (now_ns() >= deadline)
+            return 0;
+        yield_core();
+    }
+    return 1;
+}
