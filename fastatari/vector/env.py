@@ -204,6 +204,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._sent: List[Deque[np.ndarray]] = [collections.deque()
                                                for _ in range(self.num_workers)]
         self._blocks = [np.array(ids, np.int64) for ids in self._env_ids]
+        self._all_ids = np.arange(num_envs)
         self._step_all = [worker_module.STEP + bytes([worker_module.STEP_ENV]) * len(ids)
                           for ids in self._env_ids]
         self._seeds: List[Optional[int]] = [None] * num_envs
@@ -254,7 +255,6 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         """Send a command (a tuple, pickled; or raw bytes); a worker that died meanwhile is
         found (and restarted) by the wait that follows, through its process sentinel."""
         conn = self._res.conns[k]
-        self._buf.wake[self._env_ids[k][0]] += 1
         try:
             if isinstance(message, bytes):
                 conn.send_bytes(message)
@@ -262,6 +262,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
                 conn.send(message)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        # After the write: a worker that sees the bump finds its command already in the pipe.
+        self._buf.wake[self._blocks[k][0]] += 1
 
     def _wait_ready(self, workers: Sequence[int]) -> Dict[int, tuple]:
         replies = self._collect(list(workers), on_death="raise")
@@ -480,7 +482,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if not self._was_reset:
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions, self.num_envs)
-        ids = np.arange(self.num_envs)
+        ids = self._all_ids
         self._pending[:] = True
         try:
             _, workers = self._dispatch(ids, actions)
@@ -544,13 +546,18 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         """
         if not self._was_reset:
             raise RuntimeError("call reset() before step()")
-        notice = self._notice[ids]
-        done_now = ids[notice]
-        if done_now.size:
+        done_now = ids[:0]
+        if self._notice.any():
+            notice = self._notice[ids]
+            done_now = ids[notice]
             self._notice[done_now] = False
             ids, actions = ids[~notice], actions[~notice]
-        self._buf.action[ids] = actions
-        if ids.size == self.num_envs and not self._autoreset.any():  # the common step
+        whole = ids is self._all_ids
+        if whole:
+            self._buf.action[:] = actions
+        else:
+            self._buf.action[ids] = actions
+        if whole and not self._autoreset.any():  # the common step
             for k in range(self.num_workers):
                 self._send(k, self._step_all[k])
                 self._sent[k].append(self._blocks[k])
@@ -568,20 +575,26 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, ids: np.ndarray, whole: bool):
+        """Observations, rewards, flags and info of ``ids`` (``whole``: every env, in order)."""
         buf = self._buf
-        view = whole and not self.copy
-        obs = buf.obs if view else buf.obs[ids]
-        reward = buf.reward[ids]
-        terminated = buf.terminated[ids]
-        truncated = buf.truncated[ids]
+        if whole:
+            sel: Any = slice(None)
+            obs = buf.obs.copy() if self.copy else buf.obs
+            reward = buf.reward.copy()
+            terminated = buf.terminated.copy()
+            truncated = buf.truncated.copy()
+        else:
+            sel = ids
+            obs, reward = buf.obs[ids], buf.reward[ids]
+            terminated, truncated = buf.terminated[ids], buf.truncated[ids]
         if not self._same_step:
-            self._autoreset[ids] = terminated | truncated
-        info = self._info(ids, np.ones(ids.size, bool))
+            self._autoreset[sel] = terminated | truncated
+        info = self._info(sel, np.ones(reward.size, bool))
         return obs, reward, terminated, truncated, info
 
-    def _info(self, full: np.ndarray, mask: np.ndarray) -> Dict[str, Any]:
-        """gymnasium's vector info: arrays over the envs ``full``, with ``_key`` masks saying
-        which of them the info is for."""
+    def _info(self, sel: Any, mask: np.ndarray) -> Dict[str, Any]:
+        """gymnasium's vector info: arrays over the envs ``sel`` (a slice or ids), with ``_key``
+        masks saying which of them the info is for."""
         buf = self._buf
         info: Dict[str, Any] = {}
 
@@ -589,22 +602,23 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             info[key] = values
             info["_" + key] = present
 
-        put("lives", buf.lives[full].copy(), mask.copy())
-        put("frame_number", buf.frame_number[full].copy(), mask.copy())
-        put("episode_frame_number", buf.episode_frame_number[full].copy(), mask.copy())
+        put("lives", buf.lives[sel].copy(), mask.copy())
+        put("frame_number", buf.frame_number[sel].copy(), mask.copy())
+        put("episode_frame_number", buf.episode_frame_number[sel].copy(), mask.copy())
         if self.options.clip_rewards:
-            put("raw_reward", buf.raw_reward[full].copy(), mask.copy())
+            put("raw_reward", buf.raw_reward[sel].copy(), mask.copy())
         if self.options.episodic_life:
-            put("game_over", buf.game_over[full].copy(), mask.copy())
-        ended = buf.episode_done[full] & mask
+            put("game_over", buf.game_over[sel].copy(), mask.copy())
+        ended = buf.episode_done[sel] & mask
         if ended.any():
             info["episode"] = {
-                "r": np.where(ended, buf.episode_r[full], 0.0),
-                "l": np.where(ended, buf.episode_l[full], 0),
-                "t": np.where(ended, buf.episode_t[full], 0.0),
+                "r": np.where(ended, buf.episode_r[sel], 0.0),
+                "l": np.where(ended, buf.episode_l[sel], 0),
+                "t": np.where(ended, buf.episode_t[sel], 0.0),
                 "_r": ended, "_l": ended, "_t": ended,
             }
             info["_episode"] = ended
+        full = self._all_ids[sel]  # the env ids, for the rare per-env entries below
         restarted = self._restarted[full] & mask
         if restarted.any():
             put("worker_restarted", restarted, restarted.copy())

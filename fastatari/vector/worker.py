@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from fastatari._kernels import wait_change
 from fastatari._kernels import wait_change
 from fastatari.game import AtariGame
 from fastatari.options import AtariOptions
@@ -34,6 +36,8 @@ CLOSE = "close"
 # How long an idle worker watches for its next command before sleeping in read(2)
 SPIN_SECONDS = float(os.environ.get("FA_SPIN", "200e-6"))
 MIN_SPIN_SECONDS = 5e-6
+# How long an idle worker watches for its next step before sleeping in read(2)
+SPIN_SECONDS = 500e-6
 # Other replies (worker -> trainer, pickled)
 READY = "ready"  # (READY, pid)
 ERROR = "error"  # (ERROR, traceback text)
@@ -119,6 +123,34 @@ class Worker:
         self.games = {}
 
 
+class _Waits:
+    """Whether to watch for the next command (a brief spin) or sleep in read(2) at once.
+
+    A tight training loop sends the next step within ~100 µs of the last reply (the other
+    workers' remaining work plus the trainer's own); catching it by watching saves a wake-up
+    on both sides. A trainer that thinks for longer than the spin would only lose cores to
+    it, so after a few long waits in a row the worker sleeps at once, until a short one again.
+    """
+
+    LONG_WAITS_BEFORE_SLEEPING = 3
+
+    def __init__(self) -> None:
+        self.spin = True
+        self._answered = 0
+        self._long = 0
+
+    def answered(self) -> None:
+        self._answered = time.perf_counter_ns()
+
+    def arrived(self) -> None:
+        if not self._answered:
+            return
+        waited = (time.perf_counter_ns() - self._answered) * 1e-9
+        self._answered = 0
+        self._long = self._long + 1 if waited > SPIN_SECONDS else 0
+        self.spin = self._long < self.LONG_WAITS_BEFORE_SLEEPING
+
+
 def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: AtariOptions,
         env_ids: Sequence[int], same_step: bool,
         initial_resets: Sequence[Tuple[int, Optional[int]]]) -> None:
@@ -137,26 +169,22 @@ def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: Atar
         worker.reset(initial_resets)
         conn.send((READY, os.getpid()))
         wake = buffers.wake
-        seen = int(wake[worker.first])
-        spin = SPIN_SECONDS
+        seen = int(wake[worker.first])  # commands received; the trainer bumps it per command
+        waits = _Waits()
         while True:
-            if spin:
-                # A tight training loop sends the next command within microseconds: watch for
-                # it rather than sleep. Budget halves each time it runs out, doubles back when
-                # it catches a command, so a trainer that thinks for long costs ~nothing.
-                caught = wait_change(wake, worker.first, seen, spin)
-                spin = min(SPIN_SECONDS, spin * 2) if caught else spin / 2
-                if spin < MIN_SPIN_SECONDS:
-                    spin = MIN_SPIN_SECONDS
+            if waits.spin:
+                wait_change(wake, worker.first, seen, SPIN_SECONDS)
             try:
                 data = conn.recv_bytes()
             except EOFError:  # the trainer is gone
                 return
-            seen += 1  # the trainer bumps the word once per command it sends
+            waits.arrived()
+            seen += 1
             try:
                 if data[:1] == STEP:
                     worker.step(data[1:])
                     conn.send_bytes(DONE)
+                    waits.answered()
                     continue
                 message = ForkingPickler.loads(data)
                 command = message[0]
