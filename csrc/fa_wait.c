@@ -3,7 +3,7 @@
  * Waking a process that sleeps in read(2) costs tens of microseconds on a virtual machine
  * (an inter-processor interrupt through the hypervisor), twice per agent step. A worker that
  * has just answered watches a shared counter for a little while instead, yielding its core to
- * anyone runnable; the trainer bumps the counter before it writes the command to the pipe.
+ * anyone runnable; the trainer bumps the counter after it writes the command to the pipe.
  */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */

@@ -223,6 +223,46 @@ def test_async_results_equal_sync_results():
                 envs.send(np.array([actions[t[i], i] for i in ids]), env_ids=ids)
 
 
+def test_slow_trainer_gets_the_same_results():
+    """Workers stop spinning when the trainer thinks for long (they sleep in read(2) then), and
+    start again when it speeds up: the results never depend on which way a command is caught."""
+    n = 4
+    actions = np.random.default_rng(5).integers(0, 4, (40, n))
+    expected = clean_run(n, 6, actions, num_workers=2)
+    with make_vec("breakout", n, num_workers=2, **FAST) as envs:
+        envs.reset(seed=6)
+        for t, a in enumerate(actions):
+            if 10 <= t < 20:
+                time.sleep(0.003)  # longer than a worker's spin: after 3 such, it sleeps
+            obs, reward, terminated, truncated, _ = envs.step(a)
+            assert np.array_equal(obs, expected[t][0]), f"step {t}"
+            assert np.array_equal(reward, expected[t][1]), f"step {t}"
+            assert np.array_equal(terminated | truncated, expected[t][2] | expected[t][3])
+
+
+def test_wait_change_sees_another_thread_and_times_out():
+    import threading
+
+    from fastatari._kernels import wait_change
+
+    words = np.zeros(3, np.int64)
+    start = time.perf_counter()
+    assert not wait_change(words, 1, 0, 0.02)
+    assert time.perf_counter() - start >= 0.02
+    words[1] = 5
+    assert wait_change(words, 1, 0, 10.0)  # differs already: returns at once
+    timer = threading.Timer(0.05, lambda: words.__setitem__(2, 1))
+    timer.start()
+    start = time.perf_counter()
+    assert wait_change(words, 2, 0, 10.0)  # runs without the GIL, so the timer thread can write
+    assert time.perf_counter() - start < 5.0
+    timer.join()
+    with pytest.raises(IndexError, match="out of range"):
+        wait_change(words, 3, 0, 0.0)
+    with pytest.raises(ValueError, match="seconds"):
+        wait_change(words, 0, 0, -1.0)
+
+
 def test_bad_actions_change_nothing():
     rng = np.random.default_rng(0)
     actions = rng.integers(0, 4, (20, 3))
