@@ -350,6 +350,26 @@ def test_worker_exception_reaches_caller_with_traceback():
         envs.step(np.array([0, 1]))
 
 
+def test_worker_exception_mid_async_command():
+    """Async workers answer env by env (batch_size < num_envs); an exception part-way through a
+    command reports the envs answered before it, then the error; the rest get no result."""
+    with make_vec("breakout", 4, num_workers=1, batch_size=1, **FAST) as envs:
+        envs.reset(seed=0)
+        check = envs._check_actions
+        envs._check_actions = lambda actions, count: np.asarray(actions)  # let a bad one through
+        envs.send(np.array([0, 1, 99, 1]))
+        assert envs.recv()[4]["env_id"].tolist() == [0]
+        assert envs.recv()[4]["env_id"].tolist() == [1]
+        with pytest.raises(WorkerError, match="(?s)worker 0 raised.*IndexError"):
+            envs.recv()
+        with pytest.raises(RuntimeError, match="recv\\(\\) without send"):
+            envs.recv()  # nothing is in flight any more
+        envs._check_actions = check
+        obs, _ = envs.reset(seed=0)  # still usable
+        assert obs.shape == (4, 4, 84, 84)
+        envs.step(np.ones(4, np.int64))
+
+
 @linux_only
 def test_close_cleans_up_and_rejects_calls():
     envs = make_vec("breakout", 4, num_workers=2, **FAST)

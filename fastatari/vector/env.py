@@ -121,7 +121,9 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         Worker processes (default: usable cores, at most ``num_envs``); each owns a contiguous
         block of envs.
     batch_size : int, optional
-        Envs :meth:`recv` returns in async mode (default ``num_envs``).
+        Envs :meth:`recv` returns in async mode (default ``num_envs``). Below ``num_envs``,
+        workers report every ``ceil(batch_size / num_workers)`` envs, so a batch fills from
+        all workers at once rather than from the first to finish its whole block.
     autoreset_mode : {"next_step", "same_step"} or gymnasium.vector.AutoresetMode
         ``"next_step"`` (gymnasium's default): the step after an episode ends resets that env
         and ignores its action. ``"same_step"``: the env resets in the step that ends the
@@ -200,13 +202,16 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         # (truncated, worker_restarted) without stepping
         self._notice = np.zeros(num_envs, bool)
         self._ready: List[int] = []  # async: finished, waiting to be returned by recv
-        # per worker, the envs of each step command without a reply yet, oldest first
-        self._sent: List[Deque[np.ndarray]] = [collections.deque()
-                                               for _ in range(self.num_workers)]
+        # per worker, the replies it owes: (envs a reply covers, whether it ends its command)
+        self._sent: List[Deque[Tuple[np.ndarray, bool]]] = [collections.deque()
+                                                            for _ in range(self.num_workers)]
         self._blocks = [np.array(ids, np.int64) for ids in self._env_ids]
-        self._all_ids = np.arange(num_envs)
-        self._step_all = [worker_module.STEP + bytes([worker_module.STEP_ENV]) * len(ids)
+        self._step_all = [_step_command(0, bytes([worker_module.STEP_ENV]) * len(ids))
                           for ids in self._env_ids]
+        # async: workers answer every `chunk` envs, so a batch can gather envs from all of them
+        self._chunk = (0 if self.batch_size >= num_envs
+                       else min(0xFFFF, -(-self.batch_size // self.num_workers)))
+        self._all_ids = np.arange(num_envs)
         self._seeds: List[Optional[int]] = [None] * num_envs
         self._restarts = 0
         self._was_reset = False
@@ -304,10 +309,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
                         self._sent[k].clear()
                         self._restart(k)
                         reply = ("restarted",)
-                        for ids in lost:
+                        for ids, _ in lost:
                             self._ready.extend(ids.tolist())
-                    elif self._sent[k]:
-                        self._ready.extend(self._sent[k].popleft().tolist())
+                    else:
+                        self._settle(k, reply)
                     replies[k] = reply
                     watch = {obj: j for obj, j in watch.items() if j != k}
         except BaseException:
@@ -319,6 +324,21 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             k, text = errors[0]
             raise WorkerError(f"worker {k} raised an exception:\n{text}")
         return replies
+
+    def _settle(self, k: int, reply: tuple) -> None:
+        """Mark the envs a step reply covers as ready. An error ends its whole command: the
+        envs it had not answered for get no result and are idle again (as after a failed
+        :meth:`step`), so :meth:`reset` can follow."""
+        failed = reply is not _DONE and reply[0] == worker_module.ERROR
+        sent = self._sent[k]
+        while sent:
+            ids, last = sent.popleft()
+            if failed:
+                self._pending[ids] = False
+            else:
+                self._ready.extend(ids.tolist())
+            if last or not failed:
+                break
 
     def _receive(self, k: int, readable: bool = False) -> Optional[tuple]:
         """The worker's reply, or None if it died. ``readable``: the pipe is known to have
@@ -507,7 +527,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if busy.any():
             raise RuntimeError(f"env {int(ids[np.flatnonzero(busy)[0]])} already has a step in "
                                f"flight: recv() it first")
-        done_now, _ = self._dispatch(ids, actions)
+        done_now, _ = self._dispatch(ids, actions, self._chunk)
         self._pending[ids] = True
         self._ready.extend(done_now.tolist())
 
@@ -538,8 +558,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         first = sorted({watch[obj] for obj in ready}) if ready else workers[:1]
         return self._collect(first)
 
-    def _dispatch(self, ids: np.ndarray, actions: np.ndarray) -> Tuple[np.ndarray, List[int]]:
+    def _dispatch(self, ids: np.ndarray, actions: np.ndarray,
+                  chunk: int = 0) -> Tuple[np.ndarray, List[int]]:
         """Write actions, then send each worker its envs: autoreset ones reset, others step.
+        Workers answer after every ``chunk`` envs (0: once per command).
 
         Returns the envs done at once (a restart to report, see ``_notice``) and the workers
         that were sent a command.
@@ -557,10 +579,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             self._buf.action[:] = actions
         else:
             self._buf.action[ids] = actions
-        if whole and not self._autoreset.any():  # the common step
+        if whole and not chunk and not self._autoreset.any():  # the common step
             for k in range(self.num_workers):
                 self._send(k, self._step_all[k])
-                self._sent[k].append(self._blocks[k])
+                self._sent[k].append((self._blocks[k], True))
             return done_now, list(range(self.num_workers))
         ops = np.zeros(self.num_envs, np.uint8)
         ops[ids] = np.where(self._autoreset[ids], worker_module.RESET_ENV,
@@ -569,8 +591,11 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         workers = [int(k) for k in np.unique(owners)]
         for k in workers:
             block = self._blocks[k]
-            self._send(k, worker_module.STEP + ops[block[0]:block[-1] + 1].tobytes())
-            self._sent[k].append(ids[owners == k])
+            self._send(k, _step_command(chunk, ops[block[0]:block[-1] + 1].tobytes()))
+            mine = np.sort(ids[owners == k])  # the order the worker runs them in
+            size = chunk or mine.size
+            for start in range(0, mine.size, size):
+                self._sent[k].append((mine[start:start + size], start + size >= mine.size))
         return done_now, workers
 
     # -- results -------------------------------------------------------------------------------
@@ -692,6 +717,11 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
 
 _DONE = ("done",)
+
+
+def _step_command(chunk: int, ops: bytes) -> bytes:
+    """The step command (see ``worker``): answer every ``chunk`` envs, one op per env."""
+    return worker_module.STEP + chunk.to_bytes(2, "little") + ops
 
 
 def _context() -> mp.context.BaseContext:

@@ -4,9 +4,12 @@ It imports only numpy, ale_py and fastatari's game layer (no OpenCV). Observatio
 through the pipe: each game writes its stack straight into its slot of the shared block.
 
 The step, the command of every agent step, is raw bytes both ways, so neither side pickles on
-the hot path: ``b"s"`` then one op byte per env of the worker's block (0 idle, 1 step, 2 reset),
-answered by ``b"d"`` once the results are in shared memory. The other commands and replies
-are pickled tuples, which always start with pickle's protocol byte 0x80.
+the hot path: ``b"s"``, a little-endian uint16 ``chunk``, then one op byte per env of the
+worker's block (0 idle, 1 step, 2 reset). It is answered by ``b"d"`` once the results are in
+shared memory: once for the whole command (``chunk`` 0, a sync step), or after every
+``chunk`` envs and the rest (async, so that a batch can gather envs from several workers).
+The other commands and replies are pickled tuples, which always start with pickle's protocol
+byte 0x80.
 
 After each write to a worker's pipe the trainer bumps that worker's ``wake`` word in shared
 memory. A worker that has just answered watches the word for a moment before it sleeps in
@@ -22,7 +25,7 @@ import time
 import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from fastatari._kernels import wait_change
 from fastatari.game import AtariGame
@@ -30,8 +33,8 @@ from fastatari.options import AtariOptions
 from fastatari.vector.buffers import Layout, SharedBuffers
 
 # Step command and its reply (raw bytes)
-STEP = b"s"
-IDLE, STEP_ENV, RESET_ENV = 0, 1, 2  # op per env, after STEP
+STEP = b"s"  # then chunk (uint16, little-endian), then one op per env of the block
+IDLE, STEP_ENV, RESET_ENV = 0, 1, 2
 DONE = b"d"
 # Other commands (trainer -> worker, pickled)
 RESET = "reset"  # (RESET, [(env_id, seed or None), ...]) -> DONE
@@ -89,31 +92,39 @@ class Worker:
             self._write(i, 0.0, False, False, info)
             self.buffers.has_final[i] = False
 
-    def step(self, ops: bytes) -> None:
-        """Run one op per env of the block (``ops[j]`` for env ``first + j``)."""
-        b = self.buffers
-        actions = b.action
+    def step(self, ops: bytes, chunk: int, answer: Callable[[], None]) -> None:
+        """Run one op per env of the block (``ops[j]`` for env ``first + j``); call ``answer``
+        after every ``chunk`` envs and after the last (``chunk`` 0: after the last only)."""
+        count = 0
         for j, op in enumerate(ops):
             if op == IDLE:
                 continue
-            i = self.first + j
-            if op == RESET_ENV:
-                self.reset([(i, None)])
-                continue
-            game = self.games[i]
-            reward, terminated, truncated, info = game.step(int(actions[i]))
-            self._write(i, reward, terminated, truncated, info)
-            if self.same_step and (terminated or truncated):
-                # same-step autoreset: keep the final observation, start the next episode now
-                b.final_obs[i] = b.obs[i]
-                b.final_lives[i] = info["lives"]
-                b.has_final[i] = True
-                reset_info = game.reset()
-                b.lives[i] = reset_info["lives"]
-                b.frame_number[i] = reset_info["frame_number"]
-                b.episode_frame_number[i] = reset_info["episode_frame_number"]
-            else:
-                b.has_final[i] = False
+            self._step_one(self.first + j, op)
+            count += 1
+            if chunk and count % chunk == 0:
+                answer()
+        if not chunk or count % chunk:
+            answer()
+
+    def _step_one(self, i: int, op: int) -> None:
+        if op == RESET_ENV:
+            self.reset([(i, None)])
+            return
+        b = self.buffers
+        game = self.games[i]
+        reward, terminated, truncated, info = game.step(int(b.action[i]))
+        self._write(i, reward, terminated, truncated, info)
+        if self.same_step and (terminated or truncated):
+            # same-step autoreset: keep the final observation, start the next episode now
+            b.final_obs[i] = b.obs[i]
+            b.final_lives[i] = info["lives"]
+            b.has_final[i] = True
+            reset_info = game.reset()
+            b.lives[i] = reset_info["lives"]
+            b.frame_number[i] = reset_info["frame_number"]
+            b.episode_frame_number[i] = reset_info["episode_frame_number"]
+        else:
+            b.has_final[i] = False
 
     def render(self, env_ids: Sequence[int]) -> list:
         return [self._game(i, None).render_rgb() for i in env_ids]
@@ -172,6 +183,10 @@ def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: Atar
         wake = buffers.wake
         seen = int(wake[worker.first])  # commands received; the trainer bumps it per command
         waits = _Waits()
+
+        def answer() -> None:
+            conn.send_bytes(DONE)
+
         while True:
             if waits.spin:
                 wait_change(wake, worker.first, seen, SPIN_SECONDS)
@@ -183,8 +198,7 @@ def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: Atar
             seen += 1
             try:
                 if data[:1] == STEP:
-                    worker.step(data[1:])
-                    conn.send_bytes(DONE)
+                    worker.step(data[3:], int.from_bytes(data[1:3], "little"), answer)
                     waits.answered()
                     continue
                 message = ForkingPickler.loads(data)
