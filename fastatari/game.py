@@ -228,7 +228,7 @@ class AtariGame:
         self.ale = ale
         self.np_random: np.random.Generator = make_np_random(0)
         # ale-py seeds randomly at construction; a known seed lets the first reset(seed) with
-        # the same seed skip reloading the ROM (~80 ms), as the loaded state is the same.
+        # the same seed skip reloading the ROM (0.1-0.3 s), as the loaded state is the same.
         self._load_seeds = self.seed(seed)
         self._load()
         self._fresh_seed = seed  # not None: the ROM is as loaded with this seed, untouched
