@@ -202,18 +202,19 @@ def test_async_send_recv():
         envs.recv()
 
 
-def test_async_results_equal_sync_results():
-    n = 4
+@pytest.mark.parametrize("n,batch_size", [(4, 2), (6, 4)])  # workers answer every 1 or 2 envs
+def test_async_results_equal_sync_results(n, batch_size):
     rng = np.random.default_rng(2)
     actions = rng.integers(0, 4, (60, n))
     expected = [result[0] for result in clean_run(n, 4, actions)]
-    with make_vec("breakout", n, num_workers=2, batch_size=2, **FAST) as envs:
+    with make_vec("breakout", n, num_workers=2, batch_size=batch_size, **FAST) as envs:
         envs.reset(seed=4)
         t = np.zeros(n, int)
         envs.send(actions[0])
         done = 0
         while done < 60 * n:
             obs, *_, info = envs.recv()
+            assert 1 <= len(info["env_id"]) <= batch_size
             for j, i in enumerate(info["env_id"]):
                 assert np.array_equal(obs[j], expected[t[i]][i])
                 t[i] += 1
