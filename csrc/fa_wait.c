@@ -5,8 +5,9 @@
  * has just answered watches a shared counter for a little while instead, yielding its core to
  * anyone runnable; the trainer bumps the counter after it writes the command to the pipe.
  */
-#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
+/* clock_gettime under -std=c99 on glibc; macOS declares it only without _POSIX_C_SOURCE */
+#if !defined(_WIN32) && !defined(__APPLE__) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 199309L
 #endif
 
 #include "fastatari.h"
