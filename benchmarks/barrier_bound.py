@@ -1,0 +1,79 @@
+"""How fast can a synchronous vector step be at all? ``python -m benchmarks.barrier_bound``.
+
+A sync step returns when every env has stepped, so with envs split into blocks (one per worker,
+one worker per core) a step lasts as long as its slowest block. This script plays the blocks
+one after another in one process, timing each block's work per step exactly as a worker does
+it (fastatari's game step: frame skip, no-op starts after each reset, preprocessing), and
+reports, without any transport or process cost:
+
+* ``work``: the mean block time per step, the step time if every block finished together;
+* ``barrier``: the mean slowest block per step, the step time a perfect transport would give;
+* the ceiling: the bare ``ale.act`` loop per block of envs (the harness's ceiling).
+
+``ceiling / barrier`` bounds a sync step's ratio to the ceiling. A reset is ~4.5 ms of
+emulation in one piece while a normal step is ~0.25 ms per env, so the blocks with a reset set
+the pace in the few steps where one happens.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from fastatari.bench import FRAME_SKIP, open_ale
+from fastatari.game import AtariGame
+from fastatari.options import AtariOptions
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game", default="breakout")
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--blocks", type=int, default=2, help="workers (one per core)")
+    parser.add_argument("--steps", type=int, default=4000)
+    args = parser.parse_args()
+
+    options = AtariOptions(repeat_action_probability=0.0)
+    games = [AtariGame(args.game, options, seed=i) for i in range(args.envs)]
+    for i, game in enumerate(games):
+        game.reset(i)
+    blocks = np.array_split(np.arange(args.envs), args.blocks)
+    rng = np.random.default_rng(0)
+    clock = time.perf_counter
+    times = np.zeros((args.steps, args.blocks))
+    resets = 0
+    for t in range(args.steps):
+        actions = rng.integers(games[0].num_actions, size=args.envs)
+        for b, block in enumerate(blocks):
+            start = clock()
+            for i in block:
+                _, terminated, truncated, _ = games[i].step(int(actions[i]))
+                if terminated or truncated:  # next_step autoreset, timed with this step
+                    games[i].reset()
+                    resets += 1
+            times[t, b] = clock() - start
+
+    ale = open_ale(args.game, 0)
+    action_set = ale.getMinimalActionSet()
+    bare_steps = args.steps * len(blocks[0])
+    start = clock()
+    for index in rng.integers(len(action_set), size=bare_steps):
+        for _ in range(FRAME_SKIP):
+            ale.act(action_set[index])
+        if ale.game_over():
+            ale.reset_game()
+    ceiling = (clock() - start) / bare_steps * len(blocks[0])  # one block of bare steps
+
+    work, barrier = times.mean(), times.max(axis=1).mean()
+    print(f"{args.game}: {args.envs} envs in {args.blocks} blocks, {args.steps} steps, "
+          f"{resets} resets ({resets / args.steps:.3f} per step)")
+    print(f"ceiling (bare ale.act loop)   {ceiling * 1e6:8.0f} us per block-step")
+    print(f"work    (mean block)          {work * 1e6:8.0f} us  -> {ceiling / work:.3f} of the "
+          "ceiling if blocks finished together")
+    print(f"barrier (slowest block)       {barrier * 1e6:8.0f} us  -> {ceiling / barrier:.3f} of "
+          "the ceiling at best for a sync step")
+
+
+if __name__ == "__main__":
+    main()
