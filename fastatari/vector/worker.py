@@ -40,11 +40,12 @@ DONE = b"d"
 RESET = "reset"  # (RESET, [(env_id, seed or None), ...]) -> DONE
 RENDER = "render"  # (RENDER, env_ids) -> (RENDER, [rgb, ...])
 CLOSE = "close"
-# How long an idle worker watches for its next step before sleeping in read(2)
-SPIN_SECONDS = 500e-6
 # Other replies (worker -> trainer, pickled)
 READY = "ready"  # (READY, pid)
 ERROR = "error"  # (ERROR, traceback text)
+
+# How long an idle worker watches for its next command before sleeping in read(2)
+SPIN_SECONDS = 500e-6
 
 
 class Worker:
