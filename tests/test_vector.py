@@ -317,6 +317,52 @@ def test_worker_killed_is_restarted_and_others_lose_nothing():
         assert all(alive(p) for p in pids)
 
 
+@pytest.mark.slow
+@linux_only
+def test_soak_async_and_sync_with_kills():
+    """Soak (run with -m slow): async batches that span workers and sync steps, alternating,
+    with workers killed at random moments (while stepping, spinning or asleep). The envs of
+    the surviving worker stay exactly on their clean-run trajectory throughout, every kill is
+    reported, and nothing is left behind."""
+    n, rounds = 6, 1000
+    rng = np.random.default_rng(9)
+    actions = rng.integers(0, 4, (rounds, n))
+    expected = clean_run(n, 3, actions, num_workers=2)
+    before = shm_segments()
+    with make_vec("breakout", n, num_workers=2, batch_size=4, max_restarts=100,
+                  **FAST) as envs:
+        envs.reset(seed=3)
+        name = envs._buf.name
+        kills = restarted = 0  # restarted: env results flagged worker_restarted
+        for t in range(rounds):
+            if rng.random() < 0.03:
+                if rng.random() < 0.5:
+                    time.sleep(0.005)  # let the victim finish and fall asleep first
+                os.kill(envs.worker_pids[1], signal.SIGKILL)
+                kills += 1
+            if t % 2:
+                obs, rew, term, trunc, info = envs.step(actions[t])
+                got = {i: (obs[i], rew[i]) for i in range(n)}
+                restarted += int(info.get("_worker_restarted", np.zeros(n, bool))[3:].sum())
+            else:
+                envs.send(actions[t])
+                got = {}
+                while len(got) < n:
+                    obs, rew, term, trunc, info = envs.recv()
+                    assert len(info["env_id"]) <= 4
+                    for j, i in enumerate(info["env_id"]):
+                        got[int(i)] = (obs[j], rew[j])
+                    flags = info.get("_worker_restarted", np.zeros(len(obs), bool))
+                    restarted += int(flags[info["env_id"] >= 3].sum())
+            for i in range(3):  # worker 0's block never notices
+                assert np.array_equal(got[i][0], expected[t][0][i]), f"step {t} env {i}"
+                assert got[i][1] == expected[t][1][i], f"step {t} env {i}"
+        assert kills >= 5 and restarted == 3 * kills  # each of the victim's envs, once per kill
+        pids = envs.worker_pids
+    assert not any(alive(p) for p in pids)
+    assert not shm_exists(name) and shm_segments() <= before
+
+
 @linux_only
 def test_restart_budget_then_clear_error():
     envs = make_vec("breakout", 2, num_workers=2, max_restarts=1, **FAST)
