@@ -191,8 +191,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
         # contiguous blocks of envs per worker, as even as possible
         bounds = np.linspace(0, num_envs, self.num_workers + 1).round().astype(int)
-        self._env_ids: List[List[int]] = [list(range(bounds[k], bounds[k + 1]))
-                                          for k in range(self.num_workers)]
+        self._blocks = [np.arange(bounds[k], bounds[k + 1]) for k in range(self.num_workers)]
         self._owner = np.repeat(np.arange(self.num_workers), np.diff(bounds))
 
         self._autoreset = np.zeros(num_envs, bool)  # next_step: the next step resets this env
@@ -205,9 +204,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         # per worker, the replies it owes: (envs a reply covers, whether it ends its command)
         self._sent: List[Deque[Tuple[np.ndarray, bool]]] = [collections.deque()
                                                             for _ in range(self.num_workers)]
-        self._blocks = [np.array(ids, np.int64) for ids in self._env_ids]
-        self._step_all = [_step_command(0, bytes([worker_module.STEP_ENV]) * len(ids))
-                          for ids in self._env_ids]
+        self._step_all = [_step_command(0, bytes([worker_module.STEP_ENV]) * len(block))
+                          for block in self._blocks]
         # async: workers answer every `chunk` envs, so a batch can gather envs from all of them
         self._chunk = (0 if self.batch_size >= num_envs
                        else min(0xFFFF, -(-self.batch_size // self.num_workers)))
@@ -250,7 +248,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         process = self._ctx.Process(
             target=worker_module.run, name=f"fastatari-worker-{k}", daemon=True,
             args=(child, self._buf.name, self._buf.layout, self.rom, self.options,
-                  self._env_ids[k], self._same_step, list(initial_resets)))
+                  self._blocks[k].tolist(), self._same_step, list(initial_resets)))
         process.start()
         child.close()
         self._res.processes[k] = process
@@ -277,18 +275,20 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
                 raise RuntimeError(f"worker {k} answered {reply[0]!r} instead of ready")
         return replies
 
-    def _collect(self, workers: List[int], on_death: str = "restart") -> Dict[int, tuple]:
-        """Wait for one reply from each of ``workers``. A worker that dies is restarted (or, with
-        ``on_death="raise"``, reported); its reply is then ``("restarted",)``. The envs of an
-        answered step command join :attr:`_ready`. Worker errors are raised once every reply
-        is in, so the protocol stays in step."""
+    def _collect(self, workers: List[int], on_death: str = "restart",
+                 first: bool = False) -> Dict[int, tuple]:
+        """Wait for one reply from each of ``workers`` (``first``: from whichever answer
+        first, at least one). A worker that dies is restarted (or, with ``on_death="raise"``,
+        reported); its reply is then ``("restarted",)``. The envs of an answered step command
+        join :attr:`_ready`. Worker errors are raised once the replies are in, so the protocol
+        stays in step."""
         replies: Dict[int, tuple] = {}
         watch: Dict[Any, int] = {}
         for k in workers:
             watch[self._res.conns[k]] = k
             watch[self._res.processes[k].sentinel] = k
         try:
-            while len(replies) < len(workers):
+            while len(replies) < len(workers) and not (first and replies):
                 ready = _wait(list(watch), self.timeout)
                 if not ready:
                     pending = sorted(set(workers) - set(replies))
@@ -329,7 +329,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         """Mark the envs a step reply covers as ready. An error ends its whole command: the
         envs it had not answered for get no result and are idle again (as after a failed
         :meth:`step`), so :meth:`reset` can follow."""
-        failed = reply is not _DONE and reply[0] == worker_module.ERROR
+        failed = reply[0] == worker_module.ERROR
         sent = self._sent[k]
         while sent:
             ids, last = sent.popleft()
@@ -368,10 +368,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             self.close()
             raise RuntimeError(message)
         self._res.conns[k].close()
-        ids = self._env_ids[k]
+        ids = self._blocks[k]
         buf = self._buf
         buf.final_obs[ids] = buf.obs[ids]  # the last observation before the crash
-        resets = [(i, self._restart_seed(i)) for i in ids]
+        resets = [(i, self._restart_seed(i)) for i in ids.tolist()]
         self._start_worker(k, resets)
         self._wait_ready([k])
         for i in ids:
@@ -540,23 +540,13 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         in_flight = int(self._pending.sum())
         want = min(self.batch_size, in_flight)
         while len(self._ready) < want:
-            self._collect_any([k for k in range(self.num_workers) if self._sent[k]])
+            self._collect([k for k in range(self.num_workers) if self._sent[k]], first=True)
         ids = np.array(self._ready[:want], np.int64)
         del self._ready[:want]
         self._pending[ids] = False
         obs, reward, terminated, truncated, info = self._results(ids, whole=False)
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
-
-    def _collect_any(self, workers: List[int]) -> Dict[int, tuple]:
-        """Replies from whichever of ``workers`` answer first (at least one)."""
-        watch: Dict[Any, int] = {}
-        for k in workers:
-            watch[self._res.conns[k]] = k
-            watch[self._res.processes[k].sentinel] = k
-        ready = _wait(list(watch), self.timeout)
-        first = sorted({watch[obj] for obj in ready}) if ready else workers[:1]
-        return self._collect(first)
 
     def _dispatch(self, ids: np.ndarray, actions: np.ndarray,
                   chunk: int = 0) -> Tuple[np.ndarray, List[int]]:

@@ -57,7 +57,7 @@ class Worker:
         self.same_step = same_step
         self.rom = rom
         self.options = options
-        self.first = env_ids[0] if len(env_ids) else 0  # the block is contiguous
+        self.first = env_ids[0]  # the block is contiguous
         # Games are built at their first reset, with its seed: loading a ROM costs 0.1-0.3 s and
         # a seeded reset of an already built game would load it again.
         self.games: Dict[int, AtariGame] = {}
