@@ -299,9 +299,11 @@ class EnvPoolAtari(gymnasium.vector.VectorEnv, gymnasium.Env):
                       no.copy(), self._elapsed[ids].copy())
 
     def _env_ids(self, env_id: Any) -> np.ndarray:
-        if env_id is None:
-            return np.arange(self.num_envs)
-        return np.asarray(env_id, dtype=np.int64).reshape(-1)
+        """EnvPool also takes one int; the vector env's own check does the rest (ints, range,
+        no repeats)."""
+        if env_id is not None and np.ndim(env_id) == 0:
+            env_id = [env_id]
+        return self.vec._check_env_ids(env_id)
 
     def _check_open(self) -> None:
         if self.closed:

@@ -218,6 +218,12 @@ def test_errors():
         fa_envpool.make("NotAGame-v5")
     envs = fa_envpool.make("Pong-v5", num_envs=2, thread_affinity_offset=0,
                            zero_discount_on_life_loss=True)
+    envs.reset()
+    for bad in ([0.7], [2], [1, 1]):  # floats, out of range, repeats: refused, not rounded
+        with pytest.raises(ValueError, match="env_ids must"):
+            envs.step(np.zeros(len(bad), int), env_id=bad)
+    _, _, _, _, info = envs.step(np.zeros(1, int), env_id=1)  # one int, as EnvPool allows
+    assert info["env_id"].tolist() == [1]
     envs.close()
     envs.close()
     with pytest.raises(RuntimeError, match="closed"):
