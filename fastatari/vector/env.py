@@ -31,6 +31,7 @@ from fastatari.games import resolve_game
 from fastatari.options import AtariOptions
 from fastatari.vector import worker as worker_module
 from fastatari.vector.buffers import Layout, SharedBuffers
+from fastatari.vector.placement import usable_cores
 
 __all__ = ["AtariVectorEnv", "WorkerError"]
 
@@ -40,11 +41,7 @@ class WorkerError(RuntimeError):
 
 
 def _default_workers(num_envs: int) -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, num_envs))
+    return max(1, min(usable_cores(), num_envs))
 
 
 def _wait(objects: List[Any], timeout: Optional[float]) -> List[Any]:
