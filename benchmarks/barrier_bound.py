@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from fastatari.bench import bare_loop
+from fastatari.bench.harness import bare_loop
 from fastatari.game import AtariGame
 from fastatari.options import AtariOptions
 

@@ -9,24 +9,25 @@ import cv2
 import numpy as np
 import pytest
 
-from fastatari import bench, kernels
+from fastatari import kernels
+from fastatari.bench import harness
 
 GAMES = ["breakout", "pong", "seaquest", "qbert"]  # qbert: few repeated rows
-SIZE = bench.SCREEN_SIZE
+SIZE = harness.SCREEN_SIZE
 
 
 @pytest.fixture(scope="module", params=GAMES)
-def scene(request) -> bench.Scene:
-    return bench.capture_scene(request.param, seed=0)
+def scene(request) -> harness.Scene:
+    return harness.capture_scene(request.param, seed=0)
 
 
 @pytest.fixture(params=kernels.simd_available())
 def simd(request):
-    with bench.using_simd(request.param):
+    with harness.using_simd(request.param):
         yield request.param
 
 
-def group(benchmark, what: str, scene: bench.Scene) -> None:
+def group(benchmark, what: str, scene: harness.Scene) -> None:
     benchmark.group = f"{what} | {scene.game}"
 
 
@@ -56,19 +57,19 @@ def test_resize_area_opencv(benchmark, scene):
 
 def test_step_palette_fastatari(benchmark, scene, simd):
     group(benchmark, "per step: 2× getScreen + step_palette vs gymnasium style", scene)
-    benchmark(bench.palette_step_fastatari(scene.ale, scene.lut))
+    benchmark(harness.palette_step_fastatari(scene.ale, scene.lut))
 
 
 def test_step_gymnasium_style(benchmark, scene):
     group(benchmark, "per step: 2× getScreen + step_palette vs gymnasium style", scene)
-    benchmark(bench.palette_step_gymnasium(scene.ale))
+    benchmark(harness.palette_step_gymnasium(scene.ale))
 
 
 def test_step_rgb_fastatari(benchmark, scene, simd):
     group(benchmark, "step_rgb vs OpenCV (2× cvtColor, max, resize, roll)", scene)
-    benchmark(bench.rgb_step_fastatari(scene.rgb_prev, scene.rgb_last))
+    benchmark(harness.rgb_step_fastatari(scene.rgb_prev, scene.rgb_last))
 
 
 def test_step_rgb_opencv(benchmark, scene):
     group(benchmark, "step_rgb vs OpenCV (2× cvtColor, max, resize, roll)", scene)
-    benchmark(bench.rgb_step_opencv(scene.rgb_prev, scene.rgb_last))
+    benchmark(harness.rgb_step_opencv(scene.rgb_prev, scene.rgb_last))

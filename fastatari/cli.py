@@ -165,12 +165,10 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from fastatari.bench import markdown_report, run_benchmark
+    from fastatari.bench import markdown_report, run_benchmark, write_plot
 
     report = run_benchmark(bench_config(args), progress=tqdm_bar())
     if report.vector is not None:
-        from fastatari.bench_vector import write_plot
-
         path = args.plot or (os.path.join(os.path.dirname(args.json), "vector.png")
                              if args.json else DEFAULT_PLOT)
         why_not = write_plot(report.vector, path, f"{report.config['game']}, "

@@ -1,10 +1,15 @@
 """Start-up and memory of one vector env, measured in a fresh interpreter.
 
-Run as a script by :mod:`fastatari.bench_vector`, never imported by it: ``import fastatari``
-pulls in gymnasium and ale_py, and the point is that each system pays its own imports, from
-the same bare baseline (the standard library only). Prints one JSON object on stdout.
+:mod:`fastatari.bench.vector` runs this file as a script, by its path, never with ``python -m``:
+``-m`` imports the ``fastatari`` package first, which pulls in gymnasium and ale_py, and the
+point is that each system pays its own imports, from the same bare baseline (the standard
+library only). So this module imports nothing but the standard library at its top, and imports
+each system inside the timed window. Prints one JSON object on stdout.
 
-    python fastatari/_vector_probe.py SYSTEM NUM_ENVS ROM ENV_ID SEED THREADS
+    python fastatari/bench/probe.py SYSTEM NUM_ENVS ROM ENV_ID SEED THREADS
+
+The harness imports it too, for :func:`descendants` and :func:`gymnasium_reference_env`: they
+live here so that the script can use them without importing ``fastatari``.
 """
 from __future__ import annotations
 
@@ -14,8 +19,8 @@ import sys
 import time
 
 if __name__ == "__main__":
-    # run as a script, the package directory is sys.path[0]: put the directory above it there
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # run as a script, fastatari/bench/ is sys.path[0]: put the directory above fastatari/ there
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def status_field(pid: int, field: str = "VmRSS") -> int:
@@ -63,8 +68,10 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def make_reference(env_id: str):
-    """gymnasium's reference pipeline, as bench.gymnasium_reference_env builds it."""
+def gymnasium_reference_env(env_id: str):
+    """gymnasium's reference pipeline for ale_py's ``env_id`` (e.g. ``ALE/Breakout-v5``): the
+    v5 env with no frame skip and sticky actions off, ``AtariPreprocessing``'s defaults (frame
+    skip 4, noop_max 30, 84×84 gray, max-pooling), then 4 frames stacked."""
     import ale_py
     import gymnasium
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
@@ -90,7 +97,7 @@ def open_system(system: str, num_envs: int, rom: str, env_id: str, seed: int, th
         import gymnasium
         from gymnasium.vector import AsyncVectorEnv
 
-        fn = functools.partial(make_reference, env_id)
+        fn = functools.partial(gymnasium_reference_env, env_id)
         gymnasium.register_envs(ale_py)
         return (lambda: AsyncVectorEnv([fn] * num_envs), lambda env: env.reset(seed=seed),
                 lambda env: [p.pid for p in env.processes],

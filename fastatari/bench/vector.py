@@ -11,7 +11,7 @@ actions drawn in advance from a seeded generator:
    again in each group (gymnasium's async env only up to ``GYM_ASYNC_MAX_ENVS``: it runs one
    process per env);
 3. **start-up and memory** at ``STARTUP_ENVS`` envs, each system in a fresh interpreter
-   (``_vector_probe.py``), so that import costs and memory are comparable;
+   (:mod:`fastatari.bench.probe`), so that import costs and memory are comparable;
 4. **async against sync** with a simulated policy of ``POLICY_SECONDS`` per batch.
 
 The ceiling is measured, not multiplied: one bare ``ale.act`` loop per usable core, each in
@@ -38,19 +38,21 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fastatari.bench import (
+from fastatari.bench import probe
+from fastatari.bench.harness import (
     FRAME_SKIP,
     BenchConfig,
     Contender,
     Progress,
     bare_loop,
     ceiling_contender,
-    gymnasium_reference_env,
+    gymnasium_env_id,
     markdown_table,
     measure,
     median_ratio,
 )
 from fastatari.games import camel_name, resolve_game
+from fastatari.vector.placement import usable_cores
 
 VECTOR_ENVS = 8
 GYM_ASYNC_MAX_ENVS = 16
@@ -110,13 +112,6 @@ class VectorReport:
     load: dict[str, dict[str, float]] = field(default_factory=dict)  # group → LoadWatch.stop()
     skipped: dict[str, str] = field(default_factory=dict)
     plot: str | None = None
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def envpool_version() -> str | None:
@@ -248,7 +243,8 @@ def open_gymnasium_async(config: BenchConfig, num_envs: int) -> Opened:
     from gymnasium.vector import AsyncVectorEnv
 
     # gymnasium's default context (fork on Linux), as its users get it
-    env = AsyncVectorEnv([functools.partial(gymnasium_reference_env, config)] * num_envs)
+    make = functools.partial(probe.gymnasium_reference_env, gymnasium_env_id(config.game))
+    env = AsyncVectorEnv([make] * num_envs)
 
     def step(actions: np.ndarray) -> Any:
         env.step_async(actions)
@@ -359,10 +355,8 @@ def _cpu_jiffies() -> tuple[int, int]:
 
 def _tree_jiffies() -> int:
     """CPU jiffies of this process, its live descendants and the dead ones they reaped."""
-    from fastatari._vector_probe import descendants
-
     total = 0
-    for pid in [os.getpid(), *descendants(os.getpid())]:
+    for pid in [os.getpid(), *probe.descendants(os.getpid())]:
         with contextlib.suppress(OSError, IndexError, ValueError):
             with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
@@ -379,11 +373,11 @@ class LoadWatch:
         self.start = self._sample()
 
     @staticmethod
-    def _sample() -> tuple[float, int, int, int | None]:
+    def _sample() -> tuple[float, int, int, int] | None:
         try:
             busy, steal = _cpu_jiffies()
             return time.perf_counter(), busy, steal, _tree_jiffies()
-        except (OSError, ImportError):
+        except OSError:
             return None
 
     def stop(self) -> dict[str, float]:
@@ -568,13 +562,13 @@ def plan_vector(config: BenchConfig) -> VectorPlan:
 def run_probe(system: str, config: BenchConfig, cores: int) -> dict[str, Any]:
     """One start-up measurement in a fresh interpreter; its whole process group is killed if it
     outlives the timeout."""
-    rom = resolve_game(config.game)
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_vector_probe.py")
-    root = os.path.dirname(os.path.dirname(script))
+    script = os.path.abspath(probe.__file__)  # a file path: ``-m`` would import fastatari first
+    root = os.path.dirname(os.path.dirname(os.path.dirname(script)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    command = [sys.executable, script, PROBES[system], str(STARTUP_ENVS), rom,
-               f"ALE/{camel_name(rom)}-v5", str(config.seed), str(min(cores, STARTUP_ENVS))]
+    command = [sys.executable, script, PROBES[system], str(STARTUP_ENVS),
+               resolve_game(config.game), gymnasium_env_id(config.game), str(config.seed),
+               str(min(cores, STARTUP_ENVS))]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=env, start_new_session=True)
     try:

@@ -1,4 +1,4 @@
-"""Throughput harness: fastatari against the raw-ALE ceiling and gymnasium's reference pipeline.
+"""The harness: fastatari against the raw-ALE ceiling and gymnasium's reference pipeline.
 
 Every contender runs a fixed amount of work per round, rounds go round-robin over all contenders
 (so a slow spell of a noisy machine hits each of them alike), and the report keeps medians.
@@ -7,8 +7,11 @@ Ratios to the ceiling are taken round by round, against the ceiling measured in 
 Sections (``SECTIONS``): ``envs`` times whole agent steps, ``kernels`` times the per-step
 preprocessing after emulation, fastatari's kernels on every SIMD path against OpenCV/numpy,
 ``vector`` times vector envs against gymnasium's AsyncVectorEnv, ale_py's AtariVectorEnv and
-EnvPool, plus scaling, start-up, memory and async (:mod:`fastatari.bench_vector`).
-Needs the ``bench`` extra (OpenCV; gymnasium's AtariPreprocessing imports it too).
+EnvPool, plus scaling, start-up, memory and async (:mod:`fastatari.bench.vector`).
+This module holds what every section shares (config, contenders, round-robin measurement,
+Markdown tables) and the ``envs`` and ``kernels`` sections; :mod:`fastatari.bench.runner` runs
+the chosen sections and builds the report. Needs the ``bench`` extra (OpenCV; gymnasium's
+AtariPreprocessing imports it too).
 """
 from __future__ import annotations
 
@@ -23,7 +26,9 @@ from typing import Any, Callable, Iterator, Protocol
 import numpy as np
 
 from fastatari import kernels
+from fastatari.bench.probe import gymnasium_reference_env
 from fastatari.games import camel_name, resolve_game
+from fastatari.vector.placement import usable_cores
 
 FRAME_SKIP = 4
 SCREEN_SIZE = (84, 84)  # (width, height), OpenCV's order
@@ -97,7 +102,7 @@ class Report:
     envs: list[EnvResult] = field(default_factory=list)
     kernels: list[KernelResult] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
-    vector: Any = None  # bench_vector.VectorReport when the section ran
+    vector: Any = None  # vector.VectorReport when the section ran
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -299,22 +304,17 @@ def fastatari_env(config: BenchConfig):
     return fastatari.AtariEnv(config.game, repeat_action_probability=0.0)
 
 
-def gymnasium_reference_env(config: BenchConfig):
-    import ale_py
-    import gymnasium
-    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
-
-    gymnasium.register_envs(ale_py)
-    env_id = f"ALE/{camel_name(resolve_game(config.game))}-v5"
-    base = gymnasium.make(env_id, frameskip=1, repeat_action_probability=0.0)
-    return FrameStackObservation(AtariPreprocessing(base), STACK_SIZE)
+def gymnasium_env_id(game: str) -> str:
+    """ale_py's gymnasium id for ``game``, e.g. ``ALE/Breakout-v5``."""
+    return f"ALE/{camel_name(resolve_game(game))}-v5"
 
 
 def env_contenders(config: BenchConfig, skipped: dict[str, str]) -> list[Contender]:
     contenders = [ceiling_contender(config)]
     makers = [
         ("fastatari AtariEnv", fastatari_env, "fastatari.AtariEnv, fused kernels"),
-        ("gymnasium AtariPreprocessing + FrameStack", gymnasium_reference_env,
+        ("gymnasium AtariPreprocessing + FrameStack",
+         lambda config: gymnasium_reference_env(gymnasium_env_id(config.game)),
          "the reference pipeline, 1 env"),
     ]
     for name, make, note in makers:
@@ -440,7 +440,7 @@ def environment_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "usable_cpus": usable_cores(),
         "simd_path": kernels.simd_path(),
         "simd_available": kernels.simd_available(),
         "frame_skip": FRAME_SKIP,
@@ -455,41 +455,6 @@ def _cpu_model() -> str:
                 if line.startswith("model name"):
                     return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
-
-
-def run_benchmark(config: BenchConfig,
-                  progress: Callable[[int], Progress] | None = None) -> Report:
-    """Build every contender, time them round-robin, and summarise.
-
-    ``progress(total)`` is called once with the number of timed units (e.g. ``tqdm``'s
-    constructor); the object it returns gets ``update(1)`` after each contender's round (and
-    each start-up probe of the vector section).
-    """
-    report = Report(environment_info(), asdict(config))
-    contenders = build_contenders(config, report.skipped)
-    vector_plan = None
-    if "vector" in config.sections:
-        from fastatari.bench_vector import plan_vector
-
-        vector_plan = plan_vector(config)
-    total = len(contenders) * (config.rounds + 1) + (vector_plan.units if vector_plan else 0)
-    bar = progress(total) if progress else None
-    try:
-        try:
-            seconds = measure(contenders, config.rounds, bar)
-        finally:
-            for contender in contenders:
-                contender.close()
-        report.envs = env_results(contenders, seconds)
-        report.kernels = kernel_results(contenders, seconds)
-        if vector_plan is not None:
-            from fastatari.bench_vector import run_vector
-
-            report.vector = run_vector(vector_plan, bar)
-    finally:
-        if bar is not None:
-            bar.close()
-    return report
 
 
 # --- Markdown ------------------------------------------------------------------------------------
@@ -521,22 +486,3 @@ def environment_line(report: Report) -> str:
             f"({env['usable_cpus']} usable), SIMD {env['simd_path']} "
             f"(available: {', '.join(env['simd_available'])}), {env['mode']}, "
             f"frame_skip {env['frame_skip']}")
-
-
-def markdown_report(report: Report) -> str:
-    config = report.config
-    parts = [f"{config['game']}, random actions, sticky actions off; {config['rounds']} rounds, "
-             "round-robin, medians.", environment_line(report)]
-    if report.envs or report.skipped:
-        parts.append(f"{config['steps']:,} agent steps per round per system; ratios are "
-                     "per-round ratios to the ceiling of the same round, median.\n\n"
-                     + env_table(report))
-    if report.kernels:
-        parts.append(f"Preprocessing after emulation, {config['kernel_calls']:,} steps per round; "
-                     "speedup = OpenCV/numpy µs ÷ fastatari µs, per round, median.\n\n"
-                     + kernel_table(report))
-    if report.vector is not None:
-        from fastatari.bench_vector import markdown_vector
-
-        parts.append(markdown_vector(report.vector, config))
-    return "\n\n".join(parts)

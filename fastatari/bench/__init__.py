@@ -1,0 +1,23 @@
+"""The throughput harness behind ``fastatari bench``: fastatari against the raw-ALE ceiling,
+gymnasium's reference pipeline, OpenCV/numpy, and other vector envs.
+
+Modules, each importing only those above it:
+
+``probe``
+    start-up and memory of one vector env, run as a script in a fresh interpreter (standard
+    library imports only), and gymnasium's reference pipeline;
+``harness``
+    config, contenders, round-robin measurement, the ``envs`` and ``kernels`` sections, tables;
+``vector``
+    the ``vector`` section: throughput, scaling, start-up, memory, async, the scaling plot;
+``runner``
+    runs the chosen sections and builds the Markdown report.
+
+Needs the ``bench`` extra.
+"""
+from fastatari.bench.harness import QUICK, SECTIONS, BenchConfig, Report
+from fastatari.bench.runner import markdown_report, run_benchmark
+from fastatari.bench.vector import write_plot
+
+__all__ = ["QUICK", "SECTIONS", "BenchConfig", "Report", "markdown_report", "run_benchmark",
+           "write_plot"]
