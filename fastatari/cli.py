@@ -91,7 +91,9 @@ def add_play_command(commands: argparse._SubParsersAction) -> None:
     play.add_argument("--seed", type=int, default=0,
                       help="seeds the first reset and the policy (default: %(default)s)")
     play.add_argument("--record", metavar="PATH",
-                      help="write a side-by-side video: .mp4 (OpenCV) or .gif (Pillow)")
+                      help="write a side-by-side video: .mp4 (OpenCV) or .gif (Pillow), "
+                           "written as it plays (memory stays one frame); missing folders are "
+                           "created")
     play.add_argument("--fps", type=positive_float,
                       help="video frames per second (default: real time, 60 / frame skip)")
     play.add_argument("--all-frames", action="store_true",
@@ -214,7 +216,10 @@ def run_play(args: argparse.Namespace) -> int:
         result = play(args.game, args.steps, policy=args.policy, seed=args.seed,
                       record=args.record, fps=args.fps, all_frames=args.all_frames,
                       on_episode=on_episode, on_step=bar.update if bar else None, **options)
-    except (ImportError, ValueError) as error:
+    except BrokenPipeError:  # not a bad input: main() handles it
+        raise
+    except (ImportError, ValueError, OSError) as error:
+        # a bad --record path, format or option, or a missing library: one line, no traceback
         print(f"fastatari play: error: {error}", file=sys.stderr)
         return 2
     finally:

@@ -71,7 +71,8 @@ def play(game: str, steps: int, *, policy: str = "random", seed: Optional[int] =
         Seeds the first reset and the policy.
     record : str, optional
         A ``.mp4`` or ``.gif`` path: one :func:`fastatari.video.side_by_side` frame per step,
-        showing the screen and observation after that step.
+        showing the screen and observation after that step, written as it plays (a long
+        GIF needs no more memory than a short one). Missing folders are created.
     fps : float, optional
         Video speed; default real time, ``60 / frame_skip``.
     all_frames : bool, default False
@@ -86,6 +87,15 @@ def play(game: str, steps: int, *, policy: str = "random", seed: Optional[int] =
     Returns
     -------
     PlayResult
+
+    Raises
+    ------
+    ValueError, OSError
+        For a ``record`` path that cannot be written: before the first step (see
+        :func:`fastatari.video.check_video_path`), or at the first frame for what only
+        opening the file tells.
+    ImportError
+        When ``record``'s format needs a library that is missing.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(POLICIES)}")

@@ -13,8 +13,10 @@ OpenCV and Pillow are optional: ``pip install "fastatari[video]"``.
 
 from __future__ import annotations
 
+import io
 import numbers
 import os
+import struct
 from typing import Any, Dict, List, Optional, Tuple
 
 import gymnasium
@@ -115,6 +117,45 @@ def video_format(path: str) -> str:
     return ext
 
 
+def check_video_path(path: str) -> str:
+    """Raise now what writing a video to ``path`` would raise later; return its extension.
+
+    Nothing is created: missing folders are made when the first frame is written.
+
+    Raises
+    ------
+    IsADirectoryError
+        ``path`` is a directory.
+    ValueError
+        Its extension is not one of :data:`VIDEO_FORMATS`.
+    NotADirectoryError
+        A parent of ``path`` is a file.
+    PermissionError
+        ``path``, or the folder it would be created in, is not writable.
+    """
+    path = str(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot write a video to {path!r}: it is a directory (name a "
+                                f"file in it, e.g. {os.path.join(path, 'play.mp4')!r})")
+    ext = video_format(path)
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"cannot write a video to {path!r}: permission denied")
+        return ext
+    # the nearest existing ancestor: the folder the missing ones will be made in
+    ancestor = os.path.dirname(path)
+    while ancestor and not os.path.exists(ancestor) and os.path.dirname(ancestor) != ancestor:
+        ancestor = os.path.dirname(ancestor)
+    ancestor = ancestor or os.curdir
+    if not os.path.isdir(ancestor):
+        raise NotADirectoryError(f"cannot write a video to {path!r}: {ancestor!r} is a file, "
+                                 f"not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write a video to {path!r}: no permission to write in "
+                              f"{ancestor!r}")
+    return ext
+
+
 class _Mp4Backend:
     """MPEG-4 through OpenCV, opened at the first frame (its size fixes the video's)."""
 
@@ -139,8 +180,8 @@ class _Mp4Backend:
                                            float(self._fps), size)
             if not self._writer.isOpened():
                 self._writer = None
-                raise RuntimeError(f"OpenCV could not open {self._path!r} for writing "
-                                   f"(mp4v codec, {size[0]}x{size[1]})")
+                raise OSError(f"cannot write a video to {self._path!r}: OpenCV could not open "
+                              f"it (mp4v codec, {size[0]}x{size[1]})")
         if any(self._pad):
             frame = np.pad(frame, ((0, self._pad[0]), (0, self._pad[1]), (0, 0)))
         self._writer.write(np.ascontiguousarray(frame[..., ::-1]))  # OpenCV wants BGR
@@ -152,7 +193,15 @@ class _Mp4Backend:
 
 
 class _GifBackend:
-    """Animated GIF through Pillow; frames are kept until :meth:`close` writes the file."""
+    """Animated GIF written frame by frame, so memory stays one frame whatever the length.
+
+    Pillow's own ``save(save_all=True)`` keeps every frame until the end, whether
+    ``append_images`` is a list or an iterator (``GifImagePlugin._write_multiple_frames``), so
+    here Pillow encodes one frame at a time, as a one-image GIF, and this class writes the
+    GIF89a container around those images: only the rectangle that changed since the previous
+    frame, with its own colour table, drawn over it; identical consecutive frames become one
+    longer frame (as Pillow does). Each frame reaches the file when the next one differs.
+    """
 
     def __init__(self, path: str, fps: float) -> None:
         try:
@@ -161,20 +210,83 @@ class _GifBackend:
             raise ImportError(f"writing .gif videos needs Pillow: {_EXTRA}") from None
         self._image = Image
         self._path = path
-        # GIF delays are whole centiseconds; Pillow rounds the milliseconds
-        self._duration_ms = max(10, round(1000.0 / fps))
-        self._frames: List[Any] = []
+        self._delay_cs = max(1, round(100.0 / fps))  # GIF delays are whole centiseconds
+        self._file: Any = None
+        self._canvas: Optional[np.ndarray] = None  # what the GIF shows after the last frame
+        self._pending = b""  # the last changed frame's image, written with its delay
+        self._pending_cs = 0
 
     def write(self, frame: np.ndarray) -> None:
-        self._frames.append(self._image.fromarray(frame, "RGB"))
+        if self._file is None:
+            try:
+                self._file = open(self._path, "wb")
+            except OSError as error:
+                raise type(error)(f"cannot write a video to {self._path!r}: "
+                                  f"{error.strerror or error}") from None
+            height, width = frame.shape[:2]
+            # logical screen without a global colour table, then loop forever (NETSCAPE2.0)
+            self._file.write(b"GIF89a" + struct.pack("<HHBBB", width, height, 0, 0, 0)
+                             + b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00")
+            self._canvas = frame.copy()
+            self._pending, self._pending_cs = self._encode(frame, 0, 0), self._delay_cs
+            return
+        changed = np.any(frame != self._canvas, axis=2)
+        rows = np.flatnonzero(changed.any(axis=1))
+        if rows.size == 0 and self._pending_cs + self._delay_cs <= 0xFFFF:
+            self._pending_cs += self._delay_cs
+            return
+        self._write_pending()
+        if rows.size == 0:  # the 16-bit delay is full: show the same image again
+            self._pending_cs = self._delay_cs
+            return
+        cols = np.flatnonzero(changed.any(axis=0))
+        top, left = int(rows[0]), int(cols[0])
+        box = frame[top:rows[-1] + 1, left:cols[-1] + 1]
+        self._pending, self._pending_cs = self._encode(box, left, top), self._delay_cs
+        np.copyto(self._canvas, frame)
+
+    def _encode(self, image: np.ndarray, left: int, top: int) -> bytes:
+        """One image as a GIF image block placed at (left, top): descriptor, colour table, data."""
+        buffer = io.BytesIO()
+        self._image.fromarray(np.ascontiguousarray(image), "RGB").save(buffer, "GIF",
+                                                                      interlace=False)
+        gif = buffer.getvalue()
+        # https://www.w3.org/Graphics/GIF/spec-gif89a.txt: header (6 bytes), logical screen
+        # descriptor (7), global colour table, extensions ('!' ... 0), image descriptor (',')
+        screen_flags = gif[10]
+        table_end = 13 + ((3 << (screen_flags & 7) + 1) if screen_flags & 0x80 else 0)
+        start = table_end
+        while gif[start] == 0x21:
+            start += 2
+            while gif[start]:
+                start += gif[start] + 1
+            start += 1
+        height, width = image.shape[:2]
+        flags = gif[start + 9]
+        if not flags & 0x80 and screen_flags & 0x80:  # the global table becomes a local one
+            flags |= 0x80 | (screen_flags & 7)
+            table = gif[13:table_end]
+        else:
+            table = b""
+        descriptor = b"," + struct.pack("<HHHHB", left, top, width, height, flags)
+        return descriptor + table + gif[start + 10:-1]  # drop the trailer ';'
+
+    def _write_pending(self) -> None:
+        # graphic control extension: the delay, and "do not dispose" so that the next
+        # frame's rectangle is drawn over this image
+        self._file.write(b"!\xf9\x04\x04" + struct.pack("<H", self._pending_cs) + b"\x00\x00"
+                         + self._pending)
+        self._file.flush()
 
     def close(self) -> None:
-        if self._frames:
-            first, *rest = self._frames
-            # Pillow merges identical consecutive frames into one longer frame
-            first.save(self._path, save_all=True, append_images=rest,
-                       duration=self._duration_ms, loop=0)
-        self._frames = []
+        if self._file is not None:
+            try:
+                self._write_pending()
+                self._file.write(b";")
+            finally:
+                self._file.close()
+                self._file = None
+        self._canvas, self._pending = None, b""
 
 
 class VideoWriter:
@@ -183,7 +295,8 @@ class VideoWriter:
     Parameters
     ----------
     path : str or os.PathLike
-        The file; its extension picks the format. Missing parent folders are created.
+        The file; its extension picks the format. Missing parent folders are created at the
+        first frame.
     fps : float, default 30
         Frames per second of playback.
 
@@ -191,6 +304,10 @@ class VideoWriter:
     ------
     ValueError
         For an extension other than ``.mp4``/``.gif``, or ``fps <= 0``.
+    OSError
+        When ``path`` cannot be written (:func:`check_video_path`: a directory, a parent that
+        is a file, no permission), here rather than at the first frame; at the first frame,
+        when opening the file still fails.
     ImportError
         When the format's library (OpenCV or Pillow) is missing.
 
@@ -199,7 +316,10 @@ class VideoWriter:
     Every frame must be a uint8 ``(H, W, 3)`` RGB array of the first frame's size. The file is
     complete after :meth:`close` (or leaving the ``with`` block); a writer closed before any
     frame writes no file. MPEG-4 is lossy, and odd sizes are padded with one black row or
-    column. GIF frames are held in memory until close.
+    column. A GIF is written as the frames come (memory stays one frame, however long the
+    video): each frame stores only the rectangle that changed, with its own palette of up to
+    256 colours, and identical consecutive frames become one longer frame; delays are whole
+    centiseconds, ``round(100 / fps)``.
 
     Examples
     --------
@@ -209,7 +329,7 @@ class VideoWriter:
 
     def __init__(self, path: str | os.PathLike, fps: float = 30.0) -> None:
         self.path = os.fspath(path)
-        ext = video_format(self.path)
+        ext = check_video_path(self.path)
         if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not fps > 0:
             raise ValueError(f"fps must be a number > 0, got {fps!r}")
         self.fps = float(fps)
@@ -313,7 +433,7 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
             raise ValueError(f"path_pattern {path_pattern!r} must contain {{episode}} (e.g. "
                              f"'videos/episode{{episode:04d}}.mp4'), or every video would be "
                              f"written to the same file")
-        video_format(first)
+        check_video_path(first)
         if fps is None:
             options = getattr(envs, "options", None)
             fps = 60.0 / options.frame_skip if isinstance(options, AtariOptions) else 30.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tracemalloc
 
 import cv2
 import numpy as np
@@ -198,6 +199,30 @@ def test_writer_errors(tmp_path, monkeypatch):
         video.write(np.zeros((210, 370, 3), np.uint8))
     assert str(error.value) == f"VideoWriter for {path!r} is closed"
 
+    # paths that cannot be written: raised at construction, before any frame
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a folder")
+    with pytest.raises(NotADirectoryError) as error:
+        VideoWriter(notes / "sub" / "clip.gif")
+    assert str(error.value) == (f"cannot write a video to {str(notes / 'sub' / 'clip.gif')!r}: "
+                                f"{str(notes)!r} is a file, not a directory")
+    (tmp_path / "clips.mp4").mkdir()
+    for folder in (tmp_path, tmp_path / "clips.mp4"):
+        with pytest.raises(IsADirectoryError) as error:
+            VideoWriter(folder)
+        assert str(error.value) == (f"cannot write a video to {str(folder)!r}: it is a directory "
+                                    f"(name a file in it, e.g. {str(folder / 'play.mp4')!r})")
+    with monkeypatch.context() as patch:  # as root every path is writable: pretend otherwise
+        patch.setattr("os.access", lambda *args: False)
+        with pytest.raises(PermissionError) as error:
+            VideoWriter(tmp_path / "new" / "clip.mp4")
+        assert str(error.value) == (f"cannot write a video to "
+                                    f"{str(tmp_path / 'new' / 'clip.mp4')!r}: no permission to "
+                                    f"write in {str(tmp_path)!r}")
+        with pytest.raises(PermissionError) as error:
+            VideoWriter(path)  # exists: written above
+        assert str(error.value) == f"cannot write a video to {path!r}: permission denied"
+
     # the optional libraries: None in sys.modules makes their import fail
     monkeypatch.setitem(sys.modules, "cv2", None)
     with pytest.raises(ImportError) as error:
@@ -207,6 +232,61 @@ def test_writer_errors(tmp_path, monkeypatch):
     with pytest.raises(ImportError) as error:
         VideoWriter(tmp_path / "clip.gif")
     assert str(error.value) == 'writing .gif videos needs Pillow: pip install "fastatari[video]"'
+
+
+def test_gif_stores_changed_rectangles_and_merges_repeats(tmp_path):
+    image_module = pytest.importorskip("PIL.Image")
+    frames, canvas = [], np.full((60, 90, 3), (40, 0, 0), np.uint8)
+    for i in range(5):  # a square moving right and down, leaving a trail
+        canvas = canvas.copy()
+        canvas[10 + i:20 + i, 5 * i:5 * i + 7] = (200, 40 * i, 30)
+        frames += [canvas] * (2 if i == 2 else 1)  # frame 2 shown twice
+    path = tmp_path / "moving.gif"
+    with VideoWriter(path, fps=20) as video:
+        for frame in frames:
+            video.write(frame)
+    assert video.frames_written == 6
+    with image_module.open(path) as gif:
+        assert gif.n_frames == 5 and gif.info["loop"] == 0
+        durations, boxes = [], []
+        for i in range(5):
+            gif.seek(i)
+            durations.append(gif.info["duration"])
+            boxes.append(gif.dispose_extent)  # the rectangle stored for this frame
+            assert np.array_equal(np.asarray(gif.convert("RGB")), frames[i + (i > 2)])
+    assert durations == [50, 50, 100, 50, 50]
+    # the whole first frame, then only where the square moved to: (left, top, right, bottom)
+    assert boxes == [(0, 0, 90, 60)] + [(5 * i, 10 + i, 5 * i + 7, 20 + i) for i in (1, 2, 3, 4)]
+
+
+def test_gif_is_written_as_frames_come(tmp_path):
+    # a frame reaches the file once the next one differs, so nothing piles up in memory
+    image_module = pytest.importorskip("PIL.Image")
+    path = tmp_path / "long.gif"
+    frames = distinct_frames(2, 210, 370)
+    sizes = []
+    with VideoWriter(path) as video:
+        video.write(frames[1])  # opens the file (and imports Pillow) outside the trace
+        tracemalloc.start()
+        try:
+            for i in range(150):  # held as RGB arrays, these would take 35 MB
+                video.write(frames[i % 2])
+                sizes.append(path.stat().st_size)
+            held, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert np.all(np.diff(sizes) > 0)
+    assert held < frames[0].nbytes and peak < 2 * frames[0].nbytes
+    # identical frames merge until the 16-bit delay (655.35 s) is full, then start anew
+    path = tmp_path / "still.gif"
+    with VideoWriter(path, fps=1) as video:
+        for _ in range(701):
+            video.write(frames[0])
+    with image_module.open(path) as gif:
+        assert gif.n_frames == 2
+        assert gif.info["duration"] == 655_000
+        gif.seek(1)
+        assert gif.info["duration"] == 46_000
 
 
 # -- fastatari play ------------------------------------------------------------------------
@@ -275,6 +355,71 @@ def test_cli_play_errors(tmp_path, capsys):
     assert "expected N or WxH (like 84 or 80x105), got '84x'" in capsys.readouterr().err
     assert main(["play", "breakout", "--steps", "5", "--record", str(tmp_path / "x.avi")]) == 2
     assert "fastatari play: error: unsupported video format '.avi'" in capsys.readouterr().err
+
+
+
+def bad_record_paths(tmp_path) -> list:
+    """(path, the error it must give) for paths ``--record`` cannot write."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a folder")
+    (tmp_path / "clips.mp4").mkdir()
+    return [
+        (notes / "out.mp4", f"{str(notes)!r} is a file, not a directory"),
+        (notes / "sub" / "out.gif", f"{str(notes)!r} is a file, not a directory"),
+        (tmp_path, f"it is a directory (name a file in it, e.g. "
+                   f"{str(tmp_path / 'play.mp4')!r})"),
+        (tmp_path / "clips.mp4", f"it is a directory (name a file in it, e.g. "
+                                 f"{str(tmp_path / 'clips.mp4' / 'play.mp4')!r})"),
+    ]
+
+
+def test_cli_play_bad_record_path_is_one_error_line(tmp_path, capsys, monkeypatch):
+    # raised before the env steps even once
+    monkeypatch.setattr(AtariEnv, "step", lambda *args: pytest.fail("stepped"))
+    cases = [(path, f"cannot write a video to {str(path)!r}: {why}")
+             for path, why in bad_record_paths(tmp_path)]
+    cases += [(tmp_path / "x.avi", f"unsupported video format '.avi' in "
+                                   f"{str(tmp_path / 'x.avi')!r}: use .mp4 or .gif"),
+              (tmp_path / "x", f"unsupported video format '(no extension)' in "
+                               f"{str(tmp_path / 'x')!r}: use .mp4 or .gif")]
+    for path, message in cases:
+        assert main(["play", "breakout", "--steps", "5", "--record", str(path)]) == 2
+        captured = capsys.readouterr()
+        assert captured.err == f"fastatari play: error: {message}\n"
+        assert captured.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clips.mp4", "notes.txt"]
+
+
+def test_cli_play_record_errors_at_the_first_frame(tmp_path, capsys, monkeypatch):
+    # what only opening the file can tell (e.g. /proc as root) is still one line, after 1 step
+    class Closed:
+        def __init__(self, *args):
+            pass
+
+        def isOpened(self):
+            return False
+
+    monkeypatch.setattr(cv2, "VideoWriter", Closed)
+    path = tmp_path / "x.mp4"
+    assert main(["play", "breakout", "--steps", "5", "--record", str(path)]) == 2
+    assert capsys.readouterr().err == (f"fastatari play: error: cannot write a video to "
+                                       f"{str(path)!r}: OpenCV could not open it (mp4v codec, "
+                                       f"370x210)\n")
+
+    def refuse(name, mode):
+        raise PermissionError(13, "Permission denied", name)
+
+    monkeypatch.setattr("fastatari.video.open", refuse, raising=False)
+    path = tmp_path / "x.gif"
+    assert main(["play", "breakout", "--steps", "5", "--record", str(path)]) == 2
+    assert capsys.readouterr().err == (f"fastatari play: error: cannot write a video to "
+                                       f"{str(path)!r}: Permission denied\n")
+
+
+def test_cli_play_record_creates_missing_folders(tmp_path, capsys):
+    path = tmp_path / "new" / "folders" / "x.gif"
+    assert main(["play", "breakout", "--steps", "3", "--record", str(path)]) == 0
+    assert f"wrote {path} (3 frames)" in capsys.readouterr().out and path.is_file()
 
 
 # -- VectorVideoRecorder -------------------------------------------------------------------
@@ -354,6 +499,12 @@ def test_recorder_errors(rendering_envs, tmp_path):
         VectorVideoRecorder(rendering_envs, "v/{run}-{episode}.mp4")
     with pytest.raises(ValueError, match=r"^unsupported video format '.webm'"):
         VectorVideoRecorder(rendering_envs, "v/{episode}.webm")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a folder")
+    with pytest.raises(NotADirectoryError) as error:  # episode 0's path, checked at once
+        VectorVideoRecorder(rendering_envs, str(notes / "{episode}.mp4"))
+    assert str(error.value) == (f"cannot write a video to {str(notes / '0.mp4')!r}: "
+                                f"{str(notes)!r} is a file, not a directory")
     recorder = VectorVideoRecorder(rendering_envs, str(tmp_path / "{episode}.mp4"))
     with pytest.raises(NotImplementedError, match="records step"):
         recorder.send(np.zeros(2, int))
