@@ -1,4 +1,4 @@
-"""Declares the compiled extension; everything else lives in pyproject.toml."""
+"""Declares the compiled extensions; everything else lives in pyproject.toml."""
 import os
 import sys
 
@@ -18,16 +18,30 @@ else:
     if not DEBUG:
         compile_args.append("-g0")
 
-extension = Extension(
-    "fastatari._kernels",
-    sources=["fastatari/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c",
-             "csrc/fa_wait.c"],
+# What every extension shares: the flags above, csrc/'s headers, numpy's.
+common = dict(
     include_dirs=["csrc", np.get_include()],
-    define_macros=[
-        ("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION"),
-    ],
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
     extra_compile_args=compile_args,
 )
+
+# depends: setuptools recompiles an extension's C files when one of these is newer than the
+# built module (it does not scan #includes itself); cythonize follows the .pxd files it cimports.
+extensions = [
+    Extension(
+        "fastatari._kernels",
+        sources=["fastatari/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c"],
+        depends=["csrc/fastatari.h", "csrc/fa_impl.h", "csrc/fa_generic.h", "csrc/fa_avx2.h",
+                 "csrc/fa_avx512.h", "fastatari/_csrc.pxd"],
+        **common,
+    ),
+    Extension(
+        "fastatari.vector._wait",
+        sources=["fastatari/vector/_wait.pyx", "csrc/fa_wait.c"],
+        depends=["csrc/fa_wait.h", "fastatari/_csrc_wait.pxd"],
+        **common,
+    ),
+]
 
 directives = {
     "language_level": 3,
@@ -38,4 +52,4 @@ directives = {
     "embedsignature": True,
 }
 
-setup(ext_modules=cythonize([extension], compiler_directives=directives))
+setup(ext_modules=cythonize(extensions, compiler_directives=directives))

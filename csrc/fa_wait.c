@@ -10,7 +10,7 @@
 #define _POSIX_C_SOURCE 199309L
 #endif
 
-#include "fastatari.h"
+#include "fa_wait.h"
 
 #if defined(_WIN32)
 #define WIN32_LEAN_AND_MEAN
@@ -41,7 +41,9 @@ static void yield_core(void) { sched_yield(); }
 
 int fa_wait_change(const volatile int64_t *word, int64_t seen, uint64_t max_ns)
 {
-    const uint64_t deadline = now_ns() + max_ns;
+    const uint64_t start = now_ns();
+    /* saturate: a wait longer than the clock's range has no deadline rather than a past one */
+    const uint64_t deadline = max_ns > UINT64_MAX - start ? UINT64_MAX : start + max_ns;
     while (*word == seen) {
         if (now_ns() >= deadline)
             return 0;

@@ -94,10 +94,6 @@ int fa_simd_select(const char *name);
 const char *fa_simd_name(void);
 int fa_simd_available(const char *name);
 
-/* Watch *word until it differs from `seen` (1) or `max_ns` nanoseconds pass (0), yielding the
- * core between looks. Not a kernel: the vector workers' wait for their next command (fa_wait.c). */
-int fa_wait_change(const volatile int64_t *word, int64_t seen, uint64_t max_ns);
-
 #ifdef __cplusplus
 }
 #endif

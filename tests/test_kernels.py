@@ -239,8 +239,135 @@ class TestErrors:
             kernels.resize_area(np.zeros((10, 10), np.uint8), 5)
 
     def test_unknown_simd(self):
-        with pytest.raises(ValueError, match="not available"):
+        with pytest.raises(ValueError, match="unknown SIMD path 'neon9000': use one of 'scalar'"):
             kernels.set_simd_path("neon9000")
+
+    @pytest.mark.parametrize("name", [None, b"scalar", 2])
+    def test_simd_name_not_a_str(self, name):
+        with pytest.raises(TypeError, match="name must be one of 'scalar', 'avx2', 'avx512vbmi', "
+                                            "'auto', got"):
+            kernels.set_simd_path(name)
+
+    def test_simd_path_not_on_this_cpu(self):
+        missing = [n for n in ("avx2", "avx512vbmi") if n not in kernels.simd_available()]
+        if not missing:
+            pytest.skip("this CPU runs every SIMD path")
+        with pytest.raises(ValueError, match="not available on this CPU"):
+            kernels.set_simd_path(missing[0])
+
+
+class TestSizeArguments:
+    """``size`` is OpenCV's dsize: two ints (Python or numpy, not bool), positive, in C int."""
+
+    img = np.arange(210 * 160, dtype=np.uint8).reshape(210, 160)
+
+    @pytest.mark.parametrize("size", [(84.9, 84.9), (84, 84.0), ("84", "84"), (True, True),
+                                      (84, np.float32(84)), (84, np.bool_(True)), (84, None)])
+    def test_not_ints(self, size):
+        with pytest.raises(TypeError, match=r"size must be a \(width, height\) pair of ints"):
+            kernels.resize_area(self.img, size)
+
+    @pytest.mark.parametrize("size", [5, "ab", (84,), (84, 84, 1), None])
+    def test_not_a_pair(self, size):
+        with pytest.raises(TypeError, match=r"size must be a \(width, height\) pair of ints"):
+            kernels.resize_area(self.img, size)
+
+    @pytest.mark.parametrize("size", [(0, 84), (84, -1), (2**40, 84), (84, 2**31),
+                                      (np.uint64(2**63), 84), (84, np.int64(-5))])
+    def test_out_of_range(self, size):
+        with pytest.raises(ValueError, match=r"size must hold ints in \[1, 2147483647\]"):
+            kernels.resize_area(self.img, size)
+
+    @pytest.mark.parametrize("size", [(np.int64(84), np.int64(84)), (np.uint8(84), 84),
+                                      np.array([84, 84]), [84, 84]])
+    def test_numpy_ints_and_sequences(self, size):
+        assert np.array_equal(kernels.resize_area(self.img, size), cv_area(self.img, (84, 84)))
+
+    @staticmethod
+    def huge(shape):
+        """An untouched array past C int's range (virtual memory only), or skip."""
+        try:
+            return np.empty(shape, np.uint8)
+        except MemoryError:
+            pytest.skip(f"cannot reserve {shape}")
+
+    def test_source_past_c_int(self):
+        src = self.huge((1, 2**31))
+        with pytest.raises(ValueError, match="at most 2147483647 pixels per axis"):
+            kernels.resize_area(src, (1, 1))
+
+    def test_row_bytes_past_c_int(self):
+        src = self.huge((1, 2**30, 2))
+        with pytest.raises(ValueError, match="bytes per row"):
+            kernels.resize_area(src, (1, 1))
+
+    def test_stack_frames_past_c_int(self):
+        stack = self.huge((2**31, 1, 1))
+        screen = np.zeros((210, 160), np.uint8)
+        with pytest.raises(ValueError, match="stack holds 2147483648 frames"):
+            kernels.step_palette(screen, screen, np.zeros(256, np.uint8), stack)
+
+
+class TestOverlap:
+    """An output that shares memory with an input is refused before anything is written."""
+
+    def test_resize_out_overlaps_src(self):
+        buf = np.arange(210 * 160 + 84 * 84, dtype=np.uint8)
+        src = buf[:210 * 160].reshape(210, 160)
+        out = buf[210 * 160 - 1:210 * 160 - 1 + 84 * 84].reshape(84, 84)  # one byte in common
+        before = buf.copy()
+        with pytest.raises(ValueError, match="out overlaps src"):
+            kernels.resize_area(src, (84, 84), out=out)
+        with pytest.raises(ValueError, match="out overlaps src"):
+            kernels.resize_area(src, (160, 210), out=src)
+        assert np.array_equal(buf, before)
+
+    def test_adjacent_is_not_overlap(self):
+        buf = np.arange(210 * 160 + 84 * 84, dtype=np.uint8)
+        src = buf[:210 * 160].reshape(210, 160)
+        out = buf[210 * 160:].reshape(84, 84)
+        kernels.resize_area(src, (84, 84), out=out)
+        assert np.array_equal(out, cv_area(src, (84, 84)))
+
+    def test_rgb_to_gray_out_overlaps_src(self):
+        rgb = np.arange(10 * 3, dtype=np.uint8).reshape(10, 3)
+        with pytest.raises(ValueError, match="out overlaps src"):
+            kernels.rgb_to_gray(rgb, out=rgb.reshape(-1)[5:15])
+
+    @pytest.mark.parametrize("which", ["prev", "last", "lut"])
+    def test_step_palette_stack_overlaps_input(self, which):
+        n_screen, n_stack = 210 * 160, 4 * 84 * 84
+        buf = np.zeros(n_screen + n_stack, np.uint8)
+        shared = buf[:n_screen] if which != "lut" else buf[:256]
+        stack = buf[n_screen - 8:n_screen - 8 + n_stack].reshape(4, 84, 84)
+        args = {"prev": np.zeros((210, 160), np.uint8), "last": np.zeros((210, 160), np.uint8),
+                "lut": np.arange(256, dtype=np.uint8)}
+        args[which] = shared.reshape(args[which].shape)
+        if which == "lut":
+            stack = buf[200:200 + n_stack].reshape(4, 84, 84)
+        buf[:] = 7
+        with pytest.raises(ValueError, match=f"stack overlaps {which}"):
+            kernels.step_palette(args["prev"], args["last"], args["lut"], stack)
+        assert (buf == 7).all()
+
+    @pytest.mark.parametrize("which", ["prev", "last"])
+    def test_step_rgb_stack_overlaps_input(self, which):
+        n_screen, n_stack = 210 * 160 * 3, 4 * 84 * 84
+        buf = np.full(n_screen + n_stack, 7, np.uint8)
+        frames = {"prev": np.zeros((210, 160, 3), np.uint8),
+                  "last": np.zeros((210, 160, 3), np.uint8)}
+        frames[which] = buf[:n_screen].reshape(210, 160, 3)
+        stack = buf[n_screen - 1:n_screen - 1 + n_stack].reshape(4, 84, 84)
+        with pytest.raises(ValueError, match=f"stack overlaps {which}"):
+            kernels.step_rgb(frames["prev"], frames["last"], stack)
+        assert (buf == 7).all()
+
+    def test_prev_and_last_may_be_one_array(self):
+        screen = np.random.default_rng(1).integers(0, 256, (210, 160), dtype=np.uint8)
+        lut = np.arange(256, dtype=np.uint8)
+        stack = np.zeros((2, 84, 84), np.uint8)
+        kernels.step_palette(screen, screen, lut, stack)
+        assert np.array_equal(stack[-1], cv_area(screen, (84, 84)))
 
 
 @pytest.mark.parametrize("size", [(84, 84), (64, 48), (53, 71), (30, 7)])

@@ -241,29 +241,6 @@ def test_slow_trainer_gets_the_same_results():
             assert np.array_equal(terminated | truncated, expected[t][2] | expected[t][3])
 
 
-def test_wait_change_sees_another_thread_and_times_out():
-    import threading
-
-    from fastatari._kernels import wait_change
-
-    words = np.zeros(3, np.int64)
-    start = time.perf_counter()
-    assert not wait_change(words, 1, 0, 0.02)
-    assert time.perf_counter() - start >= 0.02
-    words[1] = 5
-    assert wait_change(words, 1, 0, 10.0)  # differs already: returns at once
-    timer = threading.Timer(0.05, lambda: words.__setitem__(2, 1))
-    timer.start()
-    start = time.perf_counter()
-    assert wait_change(words, 2, 0, 10.0)  # runs without the GIL, so the timer thread can write
-    assert time.perf_counter() - start < 5.0
-    timer.join()
-    with pytest.raises(IndexError, match="out of range"):
-        wait_change(words, 3, 0, 0.0)
-    with pytest.raises(ValueError, match="seconds"):
-        wait_change(words, 0, 0, -1.0)
-
-
 def test_bad_actions_change_nothing():
     rng = np.random.default_rng(0)
     actions = rng.integers(0, 4, (20, 3))

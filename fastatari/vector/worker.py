@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from fastatari._kernels import wait_change
+from fastatari.vector._wait import wait_change
 from fastatari.game import AtariGame
 from fastatari.options import AtariOptions
 from fastatari.vector.buffers import Layout, SharedBuffers
