@@ -14,18 +14,47 @@ make_vec, AtariVectorEnv
 kernels
     The compiled, exact preprocessing kernels.
 
-Importing fastatari registers ``fastatari/<Name>-v5`` ids with gymnasium.
+Importing fastatari registers ``fastatari/<Name>-v5`` ids with gymnasium (by entry-point
+strings); the modules behind the names above load on first use, so that a worker process
+imports only what it runs.
 """
+from __future__ import annotations
 
-from fastatari import kernels
-from fastatari.env import AtariEnv, AtariPreprocessing
-from fastatari.options import AtariOptions
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from fastatari.registration import register_envs as _register_envs
-from fastatari.vector import AtariVectorEnv, make_vec
+
+if TYPE_CHECKING:
+    from fastatari import kernels
+    from fastatari.env import AtariEnv, AtariPreprocessing
+    from fastatari.options import AtariOptions
+    from fastatari.vector import AtariVectorEnv, make_vec
 
 __version__ = "0.1.0"
 
 __all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "make_vec",
            "kernels", "__version__"]
+
+# public name -> the module that defines it
+_LAZY = {"AtariEnv": "fastatari.env", "AtariPreprocessing": "fastatari.env",
+         "AtariOptions": "fastatari.options", "AtariVectorEnv": "fastatari.vector",
+         "make_vec": "fastatari.vector", "kernels": "fastatari.kernels"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastatari' has no attribute {name!r}")
+    value = importlib.import_module(module)
+    if name != "kernels":
+        value = getattr(value, name)
+    globals()[name] = value  # once
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))
+
 
 _register_envs()

@@ -15,9 +15,6 @@ from fastatari.palette import palette_for
 
 __all__ = ["AtariEnv", "AtariPreprocessing"]
 
-_OPTION_NAMES = AtariOptions.field_names()
-
-
 class AtariEnv(gymnasium.Env):
     """An Atari game with gymnasium's preprocessing and frame stacking, fused and compiled.
 
@@ -62,16 +59,7 @@ class AtariEnv(gymnasium.Env):
 
     def __init__(self, game: str, options: Optional[AtariOptions] = None, *,
                  render_mode: Optional[str] = None, **kwargs: Any) -> None:
-        unknown = sorted(set(kwargs) - set(_OPTION_NAMES))
-        if unknown:
-            raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid options: "
-                            f"{', '.join(_OPTION_NAMES)}")
-        if options is None:
-            options = AtariOptions(**kwargs)
-        elif not isinstance(options, AtariOptions):
-            raise TypeError(f"options must be an AtariOptions, got {type(options).__name__}")
-        elif kwargs:
-            options = options.replace(**kwargs)
+        options = AtariOptions.build(options, **kwargs)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
@@ -267,28 +255,23 @@ class AtariPreprocessing(gymnasium.Wrapper):
 
     def step(self, action: Any) -> Tuple[np.ndarray, SupportsFloat, bool, bool, Dict[str, Any]]:
         """Repeat ``action`` for ``frame_skip`` frames (stopping early at an episode's end)."""
-        total_reward, terminated, truncated, info = 0.0, False, False, {}
-        frames = self._frames
-        skip = self.frame_skip
+        result = [0.0, False, False, {}]  # total reward, terminated, truncated, info
         env_step = self.env.step
-        for t in range(skip):
-            _, reward, terminated, truncated, info = env_step(action)
-            total_reward += reward
+
+        def frame() -> bool:
+            _, reward, terminated, truncated, result[3] = env_step(action)
+            result[0] += reward
             self.game_over = terminated
             if self.terminal_on_life_loss:
                 new_lives = self.ale.lives()
                 terminated = terminated or new_lives < self.lives
                 self.game_over = terminated
                 self.lives = new_lives
-            if terminated or truncated:
-                frames.push_early(t == skip - 1 and skip > 1)
-                break
-            if t == skip - 2:
-                frames.grab_prev()
-            elif t == skip - 1:
-                frames.grab_last()
-        else:
-            frames.push_step()
+            result[1], result[2] = terminated, truncated
+            return terminated or truncated
+
+        self._frames.run(frame, self.frame_skip)
+        total_reward, terminated, truncated, info = result
         return self._obs(), total_reward, terminated, truncated, info
 
     def reset(self, *, seed: Optional[int] = None,

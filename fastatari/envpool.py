@@ -59,13 +59,16 @@ Where the semantics differ from EnvPool
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
+from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 
+from fastatari import validate
+from fastatari.game import action_names
 from fastatari.games import resolve_game
+from fastatari.options import MAX_SIDE
 from fastatari.vector import AtariVectorEnv, make_vec
 
 __all__ = ["EnvPoolAtari", "make"]
@@ -76,19 +79,6 @@ _FIXED = {"use_inter_area_resize": True, "max_num_players": 1, "gym_reset_return
           "render_mode": None}
 
 StepResult = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]
-
-
-@lru_cache(maxsize=None)
-def _fire_is_action_1(rom: str) -> bool:
-    """Whether ``rom``'s minimal action set has FIRE at index 1 (EnvPool's fire-reset test)."""
-    import ale_py
-    from ale_py import roms
-
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-    ale = ale_py.ALEInterface()
-    ale.loadROM(roms.get_rom_path(rom))
-    actions = list(ale.getMinimalActionSet())
-    return len(actions) > 1 and actions[1] == ale_py.Action.FIRE
 
 
 def make(task_id: str, env_type: str = "gymnasium", num_envs: int = 1,
@@ -146,9 +136,14 @@ mode, difficulty
         if name in _FIXED and value != _FIXED[name]:
             raise ValueError(f"fastatari.envpool.make supports only {name}={_FIXED[name]!r}, "
                              f"got {value!r}")
-    for name, value in (("max_episode_steps", max_episode_steps), ("frame_skip", frame_skip)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    max_episode_steps = validate.check_int("max_episode_steps", max_episode_steps, 1)
+    frame_skip = validate.check_int("frame_skip", frame_skip, 1)
+    img_height = validate.check_int("img_height", img_height, 1, MAX_SIDE)
+    img_width = validate.check_int("img_width", img_width, 1, MAX_SIDE)
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        validate.check_seeds(seed, num_envs)
+    else:
+        validate.check_seed(seed)
     rom = resolve_game(task_id)
     # EnvPool allows more threads than envs; fastatari's workers each need an env.
     num_workers = min(num_threads, num_envs) if num_threads else None
@@ -159,7 +154,7 @@ mode, difficulty
         full_action_space=full_action_space,
         max_num_frames_per_episode=int(max_episode_steps) * int(frame_skip),
         clip_rewards=reward_clip, episodic_life=episodic_life,
-        fire_reset=bool(use_fire_reset) and (full_action_space or _fire_is_action_1(rom)),
+        fire_reset=bool(use_fire_reset) and action_names(rom, full_action_space)[1:2] == ("FIRE",),
         mode=None if mode == -1 else mode, difficulty=None if difficulty == -1 else difficulty,
     )
     vec = make_vec(rom, num_envs, num_workers=num_workers, batch_size=batch_size or None,
@@ -176,45 +171,44 @@ mode, difficulty
 
 
 class _Batch:
-    """Results for some envs, EnvPool-shaped, that :meth:`EnvPoolAtari.recv` hands out."""
+    """Results of some envs, column by column (each of length ``len(ids)``), held until
+    :meth:`EnvPoolAtari.recv` hands them out in EnvPool's shape."""
 
-    __slots__ = ("ids", "obs", "reward", "terminated", "truncated", "lives", "raw_reward",
-                 "game_ended", "elapsed")
+    def __init__(self, **columns: np.ndarray) -> None:
+        self.columns = columns
 
-    def __init__(self, ids, obs, reward, terminated, truncated, lives, raw_reward, game_ended,
-                 elapsed) -> None:
-        self.ids, self.obs, self.reward = ids, obs, reward
-        self.terminated, self.truncated = terminated, truncated
-        self.lives, self.raw_reward, self.game_ended, self.elapsed = (lives, raw_reward,
-                                                                     game_ended, elapsed)
+    @property
+    def ids(self) -> np.ndarray:
+        return self.columns["ids"]
 
     @staticmethod
     def concat(batches: List["_Batch"]) -> "_Batch":
         if len(batches) == 1:
             return batches[0]
-        return _Batch(*(np.concatenate([getattr(b, k) for b in batches])
-                        for k in _Batch.__slots__))
+        return _Batch(**{k: np.concatenate([b.columns[k] for b in batches])
+                         for k in batches[0].columns})
+
+    def take(self, rows: Any) -> "_Batch":
+        return _Batch(**{k: v[rows] for k, v in self.columns.items()})
 
     def split(self, n: int) -> Tuple["_Batch", "_Batch"]:
-        head = _Batch(*(getattr(self, k)[:n] for k in _Batch.__slots__))
-        tail = _Batch(*(getattr(self, k)[n:] for k in _Batch.__slots__))
-        return head, tail
+        return self.take(slice(None, n)), self.take(slice(n, None))
 
     def drop(self, ids: np.ndarray) -> "_Batch":
-        keep = ~np.isin(self.ids, ids)
-        return _Batch(*(getattr(self, k)[keep] for k in _Batch.__slots__))
+        return self.take(~np.isin(self.ids, ids))
 
     def result(self) -> StepResult:
-        ids = self.ids.astype(np.int32)
+        c = self.columns
+        ids = c["ids"].astype(np.int32)
         info = {
             "env_id": ids,
             "players": {"env_id": ids.copy()},
-            "lives": self.lives.astype(np.int32),
-            "reward": self.raw_reward.astype(np.float32),
-            "terminated": self.game_ended.astype(np.int32),
-            "elapsed_step": self.elapsed.astype(np.int32),
+            "lives": c["lives"].astype(np.int32),
+            "reward": c["raw_reward"].astype(np.float32),
+            "terminated": c["game_ended"].astype(np.int32),
+            "elapsed_step": c["elapsed"].astype(np.int32),
         }
-        return (self.obs, self.reward.astype(np.float32), self.terminated, self.truncated, info)
+        return (c["obs"], c["reward"].astype(np.float32), c["terminated"], c["truncated"], info)
 
 
 class EnvPoolAtari(gymnasium.vector.VectorEnv, gymnasium.Env):
@@ -284,8 +278,9 @@ class EnvPoolAtari(gymnasium.vector.VectorEnv, gymnasium.Env):
             life_loss = terminated & ~info["game_over"]
         self._ended[ids] = terminated | truncated
         self._continues[ids] = life_loss
-        return _Batch(ids, obs, reward, terminated, truncated, info["lives"], raw,
-                      terminated & ~life_loss, elapsed)
+        return _Batch(ids=ids, obs=obs, reward=reward, terminated=terminated,
+                      truncated=truncated, lives=info["lives"], raw_reward=raw,
+                      game_ended=terminated & ~life_loss, elapsed=elapsed)
 
     def _from_reset(self, ids: np.ndarray, obs: np.ndarray, info: Dict[str, Any],
                     seeded: bool) -> _Batch:
@@ -295,19 +290,17 @@ class EnvPoolAtari(gymnasium.vector.VectorEnv, gymnasium.Env):
         self._continues[ids] = False
         zeros = np.zeros(ids.size)
         no = np.zeros(ids.size, bool)
-        return _Batch(ids, obs[ids], zeros, no, no.copy(), info["lives"][ids], zeros.copy(),
-                      no.copy(), self._elapsed[ids].copy())
+        return _Batch(ids=ids, obs=obs[ids], reward=zeros, terminated=no, truncated=no.copy(),
+                      lives=info["lives"][ids], raw_reward=zeros.copy(), game_ended=no.copy(),
+                      elapsed=self._elapsed[ids].copy())
 
     def _env_ids(self, env_id: Any) -> np.ndarray:
-        """EnvPool also takes one int; the vector env's own check does the rest (ints, range,
-        no repeats)."""
-        if env_id is not None and np.ndim(env_id) == 0:
-            env_id = [env_id]
-        return self.vec._check_env_ids(env_id)
+        """One int or an array of distinct ints in range, as EnvPool takes them."""
+        return validate.check_env_ids(env_id, self.num_envs)
 
     def _check_open(self) -> None:
         if self.closed:
-            raise RuntimeError("this EnvPoolAtari is closed")
+            raise ClosedEnvironmentError("this EnvPoolAtari is closed")
 
     # -- EnvPool's API ---------------------------------------------------------------------------
     def async_reset(self) -> None:
@@ -329,7 +322,8 @@ class EnvPoolAtari(gymnasium.vector.VectorEnv, gymnasium.Env):
     def _reset_into_queue(self, ids: np.ndarray, seed: Any) -> None:
         self._check_open()
         if self._in_flight:
-            raise RuntimeError("reset while steps are in flight: recv() them first")
+            raise AlreadyPendingCallError("reset while steps are in flight: recv() them first",
+                                          "reset")
         if seed is None:
             seed = self._seed
         self._seed = None
@@ -360,8 +354,8 @@ class EnvPoolAtari(gymnasium.vector.VectorEnv, gymnasium.Env):
         for batch in self._queue:
             waiting = np.isin(ids, batch.ids)
             if waiting.any():
-                raise RuntimeError(f"env {int(ids[np.argmax(waiting)])} has a result that "
-                                   f"recv() has not returned yet")
+                raise AlreadyPendingCallError(f"env {int(ids[np.argmax(waiting)])} has a result "
+                                              f"that recv() has not returned yet", "send")
         self.vec.send(action, ids)
         self._in_flight += ids.size
 
@@ -370,7 +364,8 @@ class EnvPoolAtari(gymnasium.vector.VectorEnv, gymnasium.Env):
         ``(obs, reward, terminated, truncated, info)``."""
         self._check_open()
         if not self._queue and not self._in_flight:
-            raise RuntimeError("recv() with nothing pending: call send() or async_reset() first")
+            raise NoAsyncCallError("recv() with nothing pending: call send() or async_reset() "
+                                   "first", "recv")
         while self._queued() < self.batch_size and self._in_flight:
             obs, reward, terminated, truncated, info = self.vec.recv()
             ids = info["env_id"]

@@ -15,7 +15,8 @@ memory).
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Optional, Tuple
+from functools import lru_cache
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -27,9 +28,23 @@ from fastatari.games import resolve_game
 from fastatari.options import AtariOptions
 from fastatari.palette import Palette, palette_for
 
-__all__ = ["AtariGame", "FramePipeline", "action_index", "make_np_random"]
+__all__ = ["AtariGame", "FramePipeline", "action_index", "action_names", "make_np_random"]
 
 _IDENTITY = np.arange(256, dtype=np.uint8)
+
+
+@lru_cache(maxsize=None)
+def action_names(rom: str, full_action_space: bool = False) -> Tuple[str, ...]:
+    """The names of a ROM's actions (minimal set, or all 18), e.g. ``("NOOP", "FIRE", ...)``.
+
+    Loads the ROM once per process (cached), for front ends that must know the action set
+    before they choose options (EnvPool's fire reset only where action 1 is FIRE).
+    """
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    ale = ale_py.ALEInterface()
+    ale.loadROM(roms.get_rom_path(resolve_game(rom)))
+    actions = ale.getLegalActionSet() if full_action_space else ale.getMinimalActionSet()
+    return tuple(a.name for a in actions)
 
 
 def make_np_random(seed: int) -> np.random.Generator:
@@ -106,6 +121,29 @@ class FramePipeline:
             self._frames = stack.reshape(hh, ww, kc // self.channels, self.channels)
         else:
             self._frames = stack
+
+    # -- the frame-skip loop ---------------------------------------------------------------------
+    def run(self, frame: Callable[[], bool], skip: int) -> bool:
+        """Run an agent step of ``skip`` frames and push its observation.
+
+        ``frame()`` runs one emulator frame and returns True when the step must stop there (an
+        episode's end): gymnasium's wrapper breaks *before* grabbing that frame, so the pushed
+        frame comes from the buffers as they are (see :meth:`push_early`). Otherwise the screen
+        is grabbed after frame ``skip - 2`` (when pooling) and after frame ``skip - 1``.
+        Returns whether the step stopped early.
+        """
+        prev_at = skip - 2 if self.pooling else -1
+        last_at = skip - 1
+        for t in range(skip):
+            if frame():
+                self.push_early(grabbed_prev=prev_at >= 0 and t == prev_at + 1)
+                return True
+            if t == prev_at:
+                self.grab_prev()
+            elif t == last_at:
+                self.grab_last()
+        self.push_step()
+        return False
 
     # -- grabs (right after the frame they belong to) ------------------------------------------
     def grab_prev(self) -> None:
@@ -267,7 +305,9 @@ class AtariGame:
                                     options.channels_last, options.pooling)
 
         self._skip = options.frame_skip
-        self._prev_at = options.frame_skip - 2 if options.pooling else -1
+        self._action = self.action_set[0]  # the current step's (see _frame)
+        self._raw = 0
+        self._life_lost = False
         self._watch_lives = options.terminal_on_life_loss or options.episodic_life
         self.lives = 0
         self._continue_game = False  # episodic_life: the next reset continues the game
@@ -377,47 +417,27 @@ class AtariGame:
             Sum of the frames' rewards (its sign with ``clip_rewards``).
         terminated, truncated : bool
         info : dict
-            ``lives``, ``episode_frame_number``, ``frame_number``; ``raw_reward`` with
-            ``clip_rewards``; ``game_over`` with ``episodic_life``; ``episode`` at the end of a
-            game.
+            The keys of :func:`fastatari.schema.info_fields` (``lives``,
+            ``episode_frame_number``, ``frame_number``; ``raw_reward`` with ``clip_rewards``;
+            ``game_over`` with ``episodic_life``), and ``episode`` at the end of a game.
         """
         if self._closed:
             self._check_open()
         self._fresh_seed = None
-        ale = self.ale
-        act = ale.act
-        a = self.action_set[action]
-        frames = self.frames
-        prev_at = self._prev_at
-        last_at = self._skip - 1
-        raw = 0
-        terminated = truncated = life_lost = False
-        watch_lives = self._watch_lives
-        for t in range(self._skip):
-            raw += act(a)
-            if watch_lives:
-                lives = ale.lives()
-                life_lost = lives < self.lives
-                self.lives = lives
-            if life_lost or ale.game_over():
-                terminated = ale.game_over(with_truncation=False)
-                truncated = ale.game_truncated()
-                frames.push_early(t == prev_at + 1 and prev_at >= 0)
-                break
-            if t == prev_at:
-                frames.grab_prev()
-            elif t == last_at:
-                frames.grab_last()
+        self._action = self.action_set[action]
+        self._raw = 0
+        self._life_lost = False
+        if self.frames.run(self._frame, self._skip):
+            ale = self.ale
+            terminated = ale.game_over(with_truncation=False)
+            truncated = ale.game_truncated()
         else:
-            frames.push_step()
+            terminated = truncated = False
+        raw, life_lost = self._raw, self._life_lost
 
         self._return += raw
         self._length += 1
-        info: Dict[str, Any] = {
-            "lives": ale.lives(),
-            "episode_frame_number": ale.getEpisodeFrameNumber(),
-            "frame_number": ale.getFrameNumber(),
-        }
+        info = self._info()
         opts = self.options
         reward = float(raw)
         if opts.clip_rewards:
@@ -427,14 +447,22 @@ class AtariGame:
         if opts.episodic_life:
             info["game_over"] = game_over
             self._continue_game = life_lost and not game_over
-        if life_lost and opts.terminal_on_life_loss:
-            terminated = True
-        if life_lost and opts.episodic_life:
+        if life_lost and (opts.terminal_on_life_loss or opts.episodic_life):
             terminated = True
         if (terminated or truncated) and not self._continue_game:
             info["episode"] = {"r": float(self._return), "l": self._length,
                                "t": round(time.perf_counter() - self._t0, 6)}
         return reward, terminated, truncated, info
+
+    def _frame(self) -> bool:
+        """One emulator frame of :meth:`step`; True when the step must stop here."""
+        ale = self.ale
+        self._raw += ale.act(self._action)
+        if self._watch_lives:
+            lives = ale.lives()
+            self._life_lost = lives < self.lives
+            self.lives = lives
+        return self._life_lost or ale.game_over()
 
     def _info(self) -> Dict[str, Any]:
         ale = self.ale

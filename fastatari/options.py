@@ -9,27 +9,16 @@ the options after ``max_num_frames_per_episode`` are fastatari's own.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
-__all__ = ["AtariOptions"]
+from fastatari.validate import check_bool, check_int, check_probability, is_int
+
+__all__ = ["AtariOptions", "check_option_names"]
 
 
-def _is_int(value: Any) -> bool:
-    """A true integer (Python or NumPy), never a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if not _is_int(value) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-
-
-def _check_bool(name: str, value: Any) -> None:
-    # NumPy bools are accepted too; ints are not (``frame_skip=True`` style mix-ups).
-    if not isinstance(value, bool) and type(value).__name__ != "bool_":
-        raise ValueError(f"{name} must be a bool, got {value!r}")
+#: The largest frame side: ALE screens are at most 250 lines, and fastatari only downscales.
+MAX_SIDE = 4096
 
 
 @dataclass(frozen=True)
@@ -92,31 +81,27 @@ class AtariOptions:
     difficulty: Optional[int] = None
 
     def __post_init__(self) -> None:
-        _check_int("frame_skip", self.frame_skip, 1)
+        check_int("frame_skip", self.frame_skip, 1)
         size = self.screen_size
-        if _is_int(size):
-            if size < 1:
-                raise ValueError(f"screen_size must be an int >= 1 or a (width, height) tuple of "
-                                 f"ints >= 1, got {size!r}")
-        elif not (isinstance(size, (tuple, list)) and len(size) == 2
-                  and all(_is_int(s) and s >= 1 for s in size)):
-            raise ValueError(f"screen_size must be an int >= 1 or a (width, height) tuple of "
-                             f"ints >= 1, got {size!r}")
-        else:
-            object.__setattr__(self, "screen_size", (int(size[0]), int(size[1])))
-        _check_int("noop_max", self.noop_max, 0)
-        _check_int("stack_size", self.stack_size, 1)
+        pair = isinstance(size, (tuple, list))
+        sides = tuple(size) if pair else (size,)
+        if len(sides) != (2 if pair else 1) or not all(
+                is_int(side) and 1 <= side <= MAX_SIDE for side in sides):
+            raise ValueError(f"screen_size must be an int in [1, {MAX_SIDE}] or a (width, height) "
+                             f"tuple of such ints, got {size!r}")
+        if pair:
+            object.__setattr__(self, "screen_size", (int(sides[0]), int(sides[1])))
+        check_int("noop_max", self.noop_max, 0)
+        check_int("stack_size", self.stack_size, 1)
         if self.max_num_frames_per_episode is not None:
-            _check_int("max_num_frames_per_episode", self.max_num_frames_per_episode, 0)
-        p = self.repeat_action_probability
-        if not isinstance(p, numbers.Real) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"repeat_action_probability must be a float in [0, 1], got {p!r}")
+            check_int("max_num_frames_per_episode", self.max_num_frames_per_episode, 0)
+        check_probability("repeat_action_probability", self.repeat_action_probability)
         for name in ("grayscale_obs", "terminal_on_life_loss", "full_action_space", "maxpool",
                      "channels_last", "clip_rewards", "fire_reset", "episodic_life"):
-            _check_bool(name, getattr(self, name))
+            check_bool(name, getattr(self, name))
         for name in ("mode", "difficulty"):
             value = getattr(self, name)
-            if value is not None and (not _is_int(value) or value < 0):
+            if value is not None and (not is_int(value) or value < 0):
                 raise ValueError(f"{name} must be None or an int >= 0, got {value!r}")
         if self.episodic_life and self.terminal_on_life_loss:
             raise ValueError("episodic_life and terminal_on_life_loss are mutually exclusive: "
@@ -132,13 +117,13 @@ class AtariOptions:
     def width(self) -> int:
         """Output frame width in pixels."""
         size = self.screen_size
-        return int(size) if _is_int(size) else size[0]  # type: ignore[index]
+        return int(size) if is_int(size) else size[0]  # type: ignore[index]
 
     @property
     def height(self) -> int:
         """Output frame height in pixels."""
         size = self.screen_size
-        return int(size) if _is_int(size) else size[1]  # type: ignore[index]
+        return int(size) if is_int(size) else size[1]  # type: ignore[index]
 
     @property
     def channels(self) -> int:
@@ -184,4 +169,33 @@ class AtariOptions:
 
     def replace(self, **changes: Any) -> "AtariOptions":
         """A copy with some options changed (validated again)."""
+        check_option_names(changes)
         return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def build(cls, options: Optional["AtariOptions"] = None, **changes: Any) -> "AtariOptions":
+        """``options`` (default: the defaults) with ``changes`` applied; the one place where
+        front ends turn keyword options into an :class:`AtariOptions`.
+
+        Raises
+        ------
+        TypeError
+            For a name that is not an option, or ``options`` that is not an AtariOptions.
+        ValueError
+            For a bad value.
+        """
+        if options is None:
+            check_option_names(changes)
+            return cls(**changes)
+        if not isinstance(options, AtariOptions):
+            raise TypeError(f"options must be an AtariOptions, got {type(options).__name__}")
+        return options.replace(**changes) if changes else options
+
+
+def check_option_names(names: Any) -> None:
+    """``TypeError`` listing the valid options if any of ``names`` is not an option."""
+    valid = AtariOptions.field_names()
+    unknown = sorted(set(names) - set(valid))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid options: "
+                        f"{', '.join(valid)}")

@@ -48,13 +48,14 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 
 from gymnasium.vector import AutoresetMode
 
+from fastatari.schema import INFO_FIELDS
 from fastatari.vector import AtariVectorEnv
 
 __all__ = ["SB3AtariVecEnv", "make_vec_env"]
 
-# Per-env info keys copied from the vector env's info into each SB3 info dict.
-_SCALAR_KEYS = ("lives", "frame_number", "episode_frame_number", "raw_reward", "game_over",
-                "worker_restarted")
+# Per-env info keys copied from the vector env's info into each SB3 info dict: the schema's,
+# and the vector env's restart flag.
+_SCALAR_KEYS = tuple(f.name for f in INFO_FIELDS) + ("worker_restarted",)
 # Keys that describe the new episode after a same-step reset (the rest describe the step).
 _RESET_KEYS = ("lives", "frame_number", "episode_frame_number")
 

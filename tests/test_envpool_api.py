@@ -10,6 +10,7 @@ import inspect
 import gymnasium
 import numpy as np
 import pytest
+from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 
 from fastatari import envpool as fa_envpool
 
@@ -126,7 +127,7 @@ def test_episodic_life_terminated_is_game_over():
 def test_async_send_recv_with_smaller_batches():
     envs = fa_envpool.make("Pong-v5", num_envs=5, batch_size=2, num_threads=2)
     try:
-        with pytest.raises(RuntimeError, match="nothing pending"):
+        with pytest.raises(NoAsyncCallError, match="nothing pending"):
             envs.recv()
         envs.async_reset()
         expected = np.zeros(5, int)  # the elapsed_step each env must report next
@@ -141,7 +142,7 @@ def test_async_send_recv_with_smaller_batches():
             expected[ids] += 1
             returned.extend(ids.tolist())
             if len(returned) == 2:
-                with pytest.raises(RuntimeError, match="has a result"):
+                with pytest.raises(AlreadyPendingCallError, match="has a result"):
                     envs.send(np.zeros(1, int), [2])  # still queued from async_reset
             envs.send(np.zeros(2, int), ids)
         assert returned[:5] == [0, 1, 2, 3, 4]  # the async_reset results, in env order
@@ -216,17 +217,22 @@ def test_errors():
         fa_envpool.make("Pong-v5", max_episode_steps=0)
     with pytest.raises(ValueError, match="unknown Atari game"):
         fa_envpool.make("NotAGame-v5")
+    with pytest.raises(ValueError, match="img_height must be an int in"):
+        fa_envpool.make("Pong-v5", img_height=0)
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
+        fa_envpool.make("Pong-v5", seed=-1)
     envs = fa_envpool.make("Pong-v5", num_envs=2, thread_affinity_offset=0,
                            zero_discount_on_life_loss=True)
     envs.reset()
-    for bad in ([0.7], [2], [1, 1]):  # floats, out of range, repeats: refused, not rounded
-        with pytest.raises(ValueError, match="env_ids must"):
+    for bad, error in (([0.7], TypeError), ([2], ValueError), ([1, 1], ValueError)):
+        # floats, out of range, repeats: refused, not rounded
+        with pytest.raises(error, match="env_ids must"):
             envs.step(np.zeros(len(bad), int), env_id=bad)
     _, _, _, _, info = envs.step(np.zeros(1, int), env_id=1)  # one int, as EnvPool allows
     assert info["env_id"].tolist() == [1]
     envs.close()
     envs.close()
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(ClosedEnvironmentError, match="closed"):
         envs.reset()
 
 

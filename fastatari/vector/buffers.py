@@ -1,51 +1,63 @@
-"""One shared-memory block holding every per-env array the workers write and the trainer reads."""
+"""One shared-memory block holding every per-env array the workers write and the trainer reads.
+
+The columns come from :mod:`fastatari.schema` (plus the observations and a few control words),
+so a new info field needs no edit here. The block has no name in the file system where the
+platform allows it (Linux ``memfd_create``; elsewhere on POSIX a temporary file unlinked at
+once): it is passed to the workers as a file descriptor and disappears with the last process
+that maps it, so a killed trainer cannot leak it.
+"""
 
 from __future__ import annotations
 
+import mmap
+import os
+import sys
+import tempfile
+import uuid
 from dataclasses import dataclass
-from multiprocessing import shared_memory
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 import numpy as np
 
-# name -> (dtype, per-env shape); the observation arrays get the stack's shape at run time.
-_SCALARS: Dict[str, Tuple[str, Tuple[int, ...]]] = {
-    "action": ("int64", ()),
-    "reward": ("float64", ()),
-    "terminated": ("bool", ()),
-    "truncated": ("bool", ()),
-    "lives": ("int32", ()),
-    "raw_reward": ("float64", ()),
-    "game_over": ("bool", ()),
-    "frame_number": ("int64", ()),
-    "episode_frame_number": ("int64", ()),
-    "episode_done": ("bool", ()),  # this step ended a game: episode_* hold its statistics
-    "episode_r": ("float64", ()),
-    "episode_l": ("int64", ()),
-    "episode_t": ("float64", ()),
-    "has_final": ("bool", ()),  # same-step autoreset: final_* hold the ended episode's step
-    "final_lives": ("int32", ()),
-    "wake": ("int64", ()),  # at each worker's first env: bumped by the trainer per command
-}
+from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS, STEP_FIELDS
+
+__all__ = ["Layout", "SharedBlock", "SharedBuffers"]
+
+ColumnSpec = Tuple[str, Tuple[int, ...]]  # (dtype, per-env shape)
+
+
+def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
+    columns: Dict[str, ColumnSpec] = {
+        "obs": ("uint8", obs_shape),
+        "final_obs": ("uint8", obs_shape),  # same-step autoreset: the ended episode's last obs
+        "action": ("int64", ()),
+        "wake": ("int64", ()),  # at each worker's first env: bumped by the trainer per command
+        "episode_done": ("bool", ()),  # this step ended a game: episode_* hold its statistics
+        "has_final": ("bool", ()),  # final_* hold the ended episode's last step
+    }
+    for field in STEP_FIELDS:
+        columns[field.name] = (field.dtype, ())
+    for field in INFO_FIELDS:
+        columns[field.name] = (field.dtype, ())
+        columns["final_" + field.name] = (field.dtype, ())
+    for field in EPISODE_FIELDS:
+        columns["episode_" + field.name] = (field.dtype, ())
+    return columns
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Where each array lives in the block: picklable, so workers can map the same views."""
+    """Where each column lives in the block: picklable, so workers map the same views."""
 
     num_envs: int
     obs_shape: Tuple[int, ...]
 
-    def fields(self) -> Dict[str, Tuple[str, Tuple[int, ...]]]:
-        fields = {"obs": ("uint8", self.obs_shape), "final_obs": ("uint8", self.obs_shape)}
-        fields.update(_SCALARS)
-        return fields
-
     def offsets(self) -> Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]]:
+        """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned."""
         out, offset = {}, 0
-        for name, (dtype, shape) in self.fields().items():
+        for name, (dtype, shape) in _columns(self.obs_shape).items():
             dt = np.dtype(dtype)
-            offset = (offset + 63) // 64 * 64  # cache-line aligned arrays
+            offset = (offset + 63) // 64 * 64
             full = (self.num_envs,) + shape
             out[name] = (offset, dt, full)
             offset += int(np.prod(full, dtype=np.int64)) * dt.itemsize
@@ -53,44 +65,113 @@ class Layout:
 
     @property
     def nbytes(self) -> int:
-        last = list(self.offsets().values())[-1]
-        return max(1, last[0] + int(np.prod(last[2], dtype=np.int64)) * last[1].itemsize)
+        offset, dtype, shape = list(self.offsets().values())[-1]
+        return max(1, offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+
+
+Handle = Union[int, str]  # a file descriptor (POSIX) or a mapping name (Windows)
+
+
+class SharedBlock:
+    """A shared-memory segment of ``size`` bytes that cannot outlive the processes mapping it.
+
+    ``SharedBlock(size)`` creates it; ``SharedBlock(size, handle)`` maps one created elsewhere
+    (:attr:`handle`: a file descriptor to pass to a child process, or on Windows the mapping's
+    name, which Windows frees with its last handle).
+    """
+
+    def __init__(self, size: int, handle: Optional[Handle] = None) -> None:
+        self.size = size
+        self.fd: Optional[int] = None
+        if sys.platform == "win32":
+            name = handle if isinstance(handle, str) else f"fastatari-{uuid.uuid4().hex}"
+            self.handle: Handle = name
+            self.mmap = mmap.mmap(-1, size, tagname=name)
+            return
+        if handle is None:
+            handle = _anonymous_file(size)
+        self.fd = self.handle = int(handle)
+        self.mmap = mmap.mmap(self.fd, size)
+
+    def close(self) -> None:
+        """Unmap (views must be gone: ``BufferError`` otherwise) and close the descriptor."""
+        try:
+            self.mmap.close()
+        finally:
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
+
+
+def _anonymous_file(size: int) -> int:
+    """A descriptor of ``size`` zero bytes of shared memory with no name anywhere."""
+    if hasattr(os, "memfd_create"):  # Linux
+        fd = os.memfd_create("fastatari", os.MFD_CLOEXEC)
+    else:  # other POSIX: a temporary file, unlinked before anyone could leak it
+        directory = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        fd, path = tempfile.mkstemp(prefix="fastatari-", dir=directory)
+        os.unlink(path)
+    os.ftruncate(fd, size)
+    return fd
 
 
 class SharedBuffers:
-    """Numpy views over one ``multiprocessing.shared_memory`` block.
+    """Typed numpy views over a :class:`SharedBlock`, one per column of the :class:`Layout`.
 
-    The trainer creates it (``create=True``) and alone unlinks it; workers attach by name.
+    Info columns are in :attr:`info` (and, for same-step autoreset, :attr:`final_info`) by
+    :data:`fastatari.schema.INFO_FIELDS` name; episode statistics in :attr:`episode` by
+    :data:`fastatari.schema.EPISODE_FIELDS` name.
     """
 
-    def __init__(self, layout: Layout, name: str | None = None, create: bool = False) -> None:
+    obs: np.ndarray
+    final_obs: np.ndarray
+    action: np.ndarray
+    wake: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    episode_done: np.ndarray
+    has_final: np.ndarray
+    info: Dict[str, np.ndarray]
+    final_info: Dict[str, np.ndarray]
+    episode: Dict[str, np.ndarray]
+
+    def __init__(self, layout: Layout, handle: Optional[Handle] = None) -> None:
         self.layout = layout
-        if create:
-            self.shm = shared_memory.SharedMemory(create=True, size=layout.nbytes)
-        else:
-            self.shm = shared_memory.SharedMemory(name=name)
-        self.name = self.shm.name
-        self.arrays: Dict[str, np.ndarray] = {}
-        for field, (offset, dtype, shape) in layout.offsets().items():
-            array = np.ndarray(shape, dtype, buffer=self.shm.buf, offset=offset)
-            self.arrays[field] = array
-            setattr(self, field, array)  # plain attributes: workers read them per env and step
-        self._owner = create
+        self.block = SharedBlock(layout.nbytes, handle)
+        views = {name: np.ndarray(shape, dtype, buffer=self.block.mmap, offset=offset)
+                 for name, (offset, dtype, shape) in layout.offsets().items()}
+        self.obs = views["obs"]
+        self.final_obs = views["final_obs"]
+        self.action = views["action"]
+        self.wake = views["wake"]
+        self.reward = views["reward"]
+        self.terminated = views["terminated"]
+        self.truncated = views["truncated"]
+        self.episode_done = views["episode_done"]
+        self.has_final = views["has_final"]
+        self.info = {f.name: views[f.name] for f in INFO_FIELDS}
+        self.final_info = {f.name: views["final_" + f.name] for f in INFO_FIELDS}
+        self.episode = {f.name: views["episode_" + f.name] for f in EPISODE_FIELDS}
+        self._open = True
+
+    @property
+    def handle(self) -> Handle:
+        """What a worker needs to map the same block (see :class:`SharedBlock`)."""
+        return self.block.handle
 
     def close(self) -> None:
-        """Drop the views and unmap; the creator also unlinks the block."""
-        if not self.arrays:
+        """Drop the views and unmap. If the caller still holds views (``copy=False``), the
+        mapping lives on until they go; the memory is freed with its last user either way."""
+        if not self._open:
             return
-        for field in self.arrays:
-            delattr(self, field)
-        self.arrays = {}
+        self._open = False
+        for name in ("obs", "final_obs", "action", "wake", "reward", "terminated", "truncated",
+                     "episode_done", "has_final", "info", "final_info", "episode"):
+            delattr(self, name)
         try:
-            self.shm.close()
+            self.block.close()
         except BufferError:
-            pass  # the caller still holds views (copy=False): the mapping lives until they go
-        finally:
-            if self._owner:
-                try:
-                    self.shm.unlink()
-                except FileNotFoundError:
-                    pass
+            if self.block.fd is not None:
+                os.close(self.block.fd)
+                self.block.fd = None

@@ -1,15 +1,10 @@
 """The worker process: owns several games, steps them on command, writes into shared memory.
 
-It imports only numpy, ale_py and fastatari's game layer (no OpenCV). Observations never travel
-through the pipe: each game writes its stack straight into its slot of the shared block.
-
-The step, the command of every agent step, is raw bytes both ways, so neither side pickles on
-the hot path: ``b"s"``, a little-endian uint16 ``chunk``, then one op byte per env of the
-worker's block (0 idle, 1 step, 2 reset). It is answered by ``b"d"`` once the results are in
-shared memory: once for the whole command (``chunk`` 0, a sync step), or after every
-``chunk`` envs and the rest (async, so that a batch can gather envs from several workers).
-The other commands and replies are pickled tuples, which always start with pickle's protocol
-byte 0x80.
+A worker is started from fastatari's own entry point (:func:`main`, see ``launch``): it never
+imports the trainer's ``__main__``, and it imports only numpy, ale_py and fastatari's game
+layer. Observations never travel through the pipe: each game writes its stack straight into its
+slot of the shared block, and the worker writes every other result column there too (the
+columns come from :mod:`fastatari.schema`). Messages are those of :mod:`.protocol`.
 
 After each write to a worker's pipe the trainer bumps that worker's ``wake`` word in shared
 memory. A worker that has just answered watches the word for a moment before it sleeps in
@@ -21,43 +16,37 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 import traceback
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from fastatari.vector._wait import wait_change
 from fastatari.game import AtariGame
-from fastatari.options import AtariOptions
-from fastatari.vector.buffers import Layout, SharedBuffers
-
-# Step command and its reply (raw bytes)
-STEP = b"s"  # then chunk (uint16, little-endian), then one op per env of the block
-IDLE, STEP_ENV, RESET_ENV = 0, 1, 2
-DONE = b"d"
-# Other commands (trainer -> worker, pickled)
-RESET = "reset"  # (RESET, [(env_id, seed or None), ...]) -> DONE
-RENDER = "render"  # (RENDER, env_ids) -> (RENDER, [rgb, ...])
-CLOSE = "close"
-# Other replies (worker -> trainer, pickled)
-READY = "ready"  # (READY, pid)
-ERROR = "error"  # (ERROR, traceback text)
+from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS
+from fastatari.vector import protocol
+from fastatari.vector._wait import wait_change
+from fastatari.vector.buffers import SharedBuffers
+from fastatari.vector.protocol import Command, Op, ResetRequest, WorkerConfig
 
 # How long an idle worker watches for its next command before sleeping in read(2)
 SPIN_SECONDS = 500e-6
+_STEP_TAG = Command.STEP.value[0]
 
 
 class Worker:
-    """The games of one worker and the writes of their results into the shared arrays."""
+    """The games of one worker and the writes of their results into the shared columns."""
 
-    def __init__(self, buffers: SharedBuffers, rom: str, options: AtariOptions,
-                 env_ids: Sequence[int], same_step: bool) -> None:
+    def __init__(self, buffers: SharedBuffers, config: WorkerConfig) -> None:
         self.buffers = buffers
-        self.same_step = same_step
-        self.rom = rom
-        self.options = options
-        self.first = env_ids[0]  # the block is contiguous
+        self.rom = config.rom
+        self.options = config.options
+        self.same_step = config.same_step
+        self.first = config.env_ids[0]  # the block is contiguous
+        self._info_columns = [(f.name, buffers.info[f.name]) for f in INFO_FIELDS]
+        self._final_columns = [(buffers.info[f.name], buffers.final_info[f.name])
+                               for f in INFO_FIELDS]
+        self._episode_columns = [(f.name, buffers.episode[f.name]) for f in EPISODE_FIELDS]
         # Games are built at their first reset, with its seed: loading a ROM costs 0.1-0.3 s and
         # a seeded reset of an already built game would load it again.
         self.games: Dict[int, AtariGame] = {}
@@ -71,34 +60,43 @@ class Worker:
 
     def _write(self, i: int, reward: float, terminated: bool, truncated: bool,
                info: Dict[str, Any]) -> None:
+        """One env's results; info keys the game did not report are written as 0."""
         b = self.buffers
         b.reward[i] = reward
         b.terminated[i] = terminated
         b.truncated[i] = truncated
-        b.lives[i] = info["lives"]
-        b.frame_number[i] = info["frame_number"]
-        b.episode_frame_number[i] = info["episode_frame_number"]
-        b.raw_reward[i] = info.get("raw_reward", reward)
-        b.game_over[i] = info.get("game_over", terminated or truncated)
+        for name, column in self._info_columns:
+            column[i] = info.get(name, 0)
         episode = info.get("episode")
         b.episode_done[i] = episode is not None
         if episode is not None:
-            b.episode_r[i] = episode["r"]
-            b.episode_l[i] = episode["l"]
-            b.episode_t[i] = episode["t"]
+            for name, column in self._episode_columns:
+                column[i] = episode[name]
 
-    def reset(self, requests: Sequence[Tuple[int, Optional[int]]]) -> None:
+    def reset(self, requests: Sequence[ResetRequest], restarted: bool = False) -> None:
+        """Reset envs. ``restarted``: their games died with the previous worker; report each
+        as the end of an episode cut short (truncated, reward 0, the last observation the dead
+        worker wrote kept as the final one)."""
+        b = self.buffers
         for i, seed in requests:
+            if restarted:
+                b.final_obs[i] = b.obs[i]
+                for column, final in self._final_columns:
+                    final[i] = column[i]
             info = self._game(i, seed).reset(seed)
-            self._write(i, 0.0, False, False, info)
-            self.buffers.has_final[i] = False
+            if restarted:
+                self._write(i, 0.0, False, True, dict(info, game_over=True))
+                b.has_final[i] = self.same_step
+            else:
+                self._write(i, 0.0, False, False, info)
+                b.has_final[i] = False
 
     def step(self, ops: bytes, chunk: int, answer: Callable[[], None]) -> None:
         """Run one op per env of the block (``ops[j]`` for env ``first + j``); call ``answer``
         after every ``chunk`` envs and after the last (``chunk`` 0: after the last only)."""
         count = 0
         for j, op in enumerate(ops):
-            if op == IDLE:
+            if op == Op.IDLE:
                 continue
             self._step_one(self.first + j, op)
             count += 1
@@ -108,7 +106,7 @@ class Worker:
             answer()
 
     def _step_one(self, i: int, op: int) -> None:
-        if op == RESET_ENV:
+        if op == Op.RESET:
             self.reset([(i, None)])
             return
         b = self.buffers
@@ -116,18 +114,19 @@ class Worker:
         reward, terminated, truncated, info = game.step(int(b.action[i]))
         self._write(i, reward, terminated, truncated, info)
         if self.same_step and (terminated or truncated):
-            # same-step autoreset: keep the final observation, start the next episode now
+            # same-step autoreset: keep the ended episode's last step, start the next one now
             b.final_obs[i] = b.obs[i]
-            b.final_lives[i] = info["lives"]
+            for column, final in self._final_columns:
+                final[i] = column[i]
             b.has_final[i] = True
             reset_info = game.reset()
-            b.lives[i] = reset_info["lives"]
-            b.frame_number[i] = reset_info["frame_number"]
-            b.episode_frame_number[i] = reset_info["episode_frame_number"]
+            for name, column in self._info_columns:
+                if name in reset_info:
+                    column[i] = reset_info[name]
         else:
             b.has_final[i] = False
 
-    def render(self, env_ids: Sequence[int]) -> list:
+    def render(self, env_ids: Sequence[int]) -> List[Any]:
         return [self._game(i, None).render_rgb() for i in env_ids]
 
     def close(self) -> None:
@@ -164,60 +163,27 @@ class _Waits:
         self.spin = self._long < self.LONG_WAITS_BEFORE_SLEEPING
 
 
-def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: AtariOptions,
-        env_ids: Sequence[int], same_step: bool,
-        initial_resets: Sequence[Tuple[int, Optional[int]]]) -> None:
-    """Worker entry point: build the games, answer READY, then serve commands until CLOSE.
-
-    ``initial_resets`` are resets to run before READY: a restarted worker recreates its games
-    and resets them with deterministic seeds.
-    """
+def serve(conn: Connection) -> None:
+    """Receive the :class:`WorkerConfig`, build and reset the games, answer READY, then serve
+    commands until CLOSE or until the trainer is gone (end of file on ``conn``)."""
     # Ctrl-C goes to the whole process group: the trainer decides, workers keep still.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    buffers = None
-    worker = None
+    buffers = worker = None
     try:
-        buffers = SharedBuffers(layout, name=shm_name)
-        worker = Worker(buffers, rom, options, env_ids, same_step)
-        worker.reset(initial_resets)
-        conn.send((READY, os.getpid()))
-        wake = buffers.wake
-        seen = int(wake[worker.first])  # commands received; the trainer bumps it per command
-        waits = _Waits()
-
-        def answer() -> None:
-            conn.send_bytes(DONE)
-
-        while True:
-            if waits.spin:
-                wait_change(wake, worker.first, seen, SPIN_SECONDS)
-            try:
-                data = conn.recv_bytes()
-            except EOFError:  # the trainer is gone
-                return
-            waits.arrived()
-            seen += 1
-            try:
-                if data[:1] == STEP:
-                    worker.step(data[3:], int.from_bytes(data[1:3], "little"), answer)
-                    waits.answered()
-                    continue
-                message = ForkingPickler.loads(data)
-                command = message[0]
-                if command == RESET:
-                    worker.reset(message[1])
-                    conn.send_bytes(DONE)
-                elif command == RENDER:
-                    conn.send((RENDER, worker.render(message[1])))
-                elif command == CLOSE:
-                    return
-                else:
-                    raise ValueError(f"unknown worker command {command!r}")
-            except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
-                conn.send((ERROR, traceback.format_exc()))
-    except Exception:  # noqa: BLE001
+        config: WorkerConfig = conn.recv()
+        if config.cpu is not None:
+            # Before the first touch of shared memory, so its pages land on this CPU's node.
+            os.sched_setaffinity(0, {config.cpu})
+        buffers = SharedBuffers(config.layout, config.block)
+        worker = Worker(buffers, config)
+        worker.reset(config.resets, restarted=config.restarted)
+        conn.send_bytes(protocol.READY)
+        _serve_commands(conn, worker, buffers)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        return  # the trainer is gone
+    except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
         try:
-            conn.send((ERROR, traceback.format_exc()))
+            conn.send_bytes(protocol.encode_error(traceback.format_exc()))
         except OSError:
             pass
     finally:
@@ -226,3 +192,43 @@ def run(conn: Connection, shm_name: str, layout: Layout, rom: str, options: Atar
         if buffers is not None:
             buffers.close()
         conn.close()
+
+
+def _serve_commands(conn: Connection, worker: Worker, buffers: SharedBuffers) -> None:
+    wake = buffers.wake
+    seen = int(wake[worker.first])  # commands received; the trainer bumps it per command
+    waits = _Waits()
+
+    def answer() -> None:
+        conn.send_bytes(protocol.DONE)
+
+    while True:
+        if waits.spin:
+            wait_change(wake, worker.first, seen, SPIN_SECONDS)
+        data = conn.recv_bytes()
+        waits.arrived()
+        seen += 1
+        try:
+            if data[0] == _STEP_TAG:
+                chunk, ops = protocol.decode_step(data)
+                worker.step(ops, chunk, answer)
+                waits.answered()
+                continue
+            command, payload = protocol.decode_command(data)
+            if command is Command.RESET:
+                worker.reset(payload)
+                conn.send_bytes(protocol.DONE)
+            elif command is Command.RENDER:
+                conn.send_bytes(protocol.encode_rendered(worker.render(payload)))
+            elif command is Command.CLOSE:
+                return
+        except (BrokenPipeError, ConnectionResetError):
+            raise
+        except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
+            conn.send_bytes(protocol.encode_error(traceback.format_exc()))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    """Entry point of a worker launched as ``python -c ... FD``: FD is its end of the pipe."""
+    args = sys.argv[1:] if argv is None else argv
+    serve(Connection(int(args[0])))

@@ -1,0 +1,70 @@
+"""What one env step produces, declared once.
+
+Every other place derives from these tables: the game layer fills an info dict with
+:data:`INFO_FIELDS`, the vector env's shared-memory layout gets one column per field (and one
+``final_`` column for same-step autoreset), the workers write the columns, the trainer builds
+gymnasium's batched ``info`` from them, and the SB3 and EnvPool front ends read the keys listed
+here. Adding an info field is one line below (plus the game code that computes it).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Tuple
+
+if TYPE_CHECKING:
+    from fastatari.options import AtariOptions
+
+__all__ = ["EPISODE_FIELDS", "INFO_FIELDS", "STEP_FIELDS", "Field", "When", "info_fields"]
+
+
+class When(enum.Enum):
+    """When an info key is present."""
+
+    ALWAYS = "always"
+    CLIP_REWARDS = "clip_rewards"  # with AtariOptions.clip_rewards
+    EPISODIC_LIFE = "episodic_life"  # with AtariOptions.episodic_life
+
+
+@dataclass(frozen=True)
+class Field:
+    """One per-env value: its name, numpy dtype and (for info keys) when it is present."""
+
+    name: str
+    dtype: str
+    doc: str
+    when: When = When.ALWAYS
+
+    def present(self, options: "AtariOptions") -> bool:
+        """Whether this key is in the info of a game with ``options``."""
+        return self.when is When.ALWAYS or bool(getattr(options, self.when.value))
+
+
+#: The step's return values besides the observation.
+STEP_FIELDS: Tuple[Field, ...] = (
+    Field("reward", "float64", "the step's reward (its sign with clip_rewards)"),
+    Field("terminated", "bool", "the episode ended (game over, or a life lost when asked)"),
+    Field("truncated", "bool", "the episode was cut (frame limit, or a worker restart)"),
+)
+
+#: The per-env info keys, after every step and reset. ``lives`` is int64 as in ale-py's env.
+INFO_FIELDS: Tuple[Field, ...] = (
+    Field("lives", "int64", "lives left"),
+    Field("episode_frame_number", "int64", "frames since the game's reset, ALE's count"),
+    Field("frame_number", "int64", "frames since the ROM was loaded, ALE's count"),
+    Field("raw_reward", "float64", "the reward before clipping", When.CLIP_REWARDS),
+    Field("game_over", "bool", "the game itself ended (not only a life)", When.EPISODIC_LIFE),
+)
+
+#: ``info["episode"]`` when a game ends: gymnasium's ``RecordEpisodeStatistics`` keys.
+EPISODE_FIELDS: Tuple[Field, ...] = (
+    Field("r", "float64", "the game's raw return"),
+    Field("l", "int64", "the game's length in agent steps"),
+    Field("t", "float64", "seconds the game took"),
+)
+
+
+def info_fields(options: "AtariOptions") -> Tuple[Field, ...]:
+    """The info keys a game with ``options`` reports, in declaration order."""
+    return tuple(f for f in INFO_FIELDS if f.present(options))

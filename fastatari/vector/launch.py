@@ -1,0 +1,139 @@
+"""Starting a worker process from fastatari's own entry point.
+
+multiprocessing's ``spawn`` and ``forkserver`` re-import the trainer's ``__main__`` in every
+child: a script without ``if __name__ == "__main__":`` dies, and one that imports torch at
+its top level loads torch in every worker. So a worker here is a fresh interpreter that runs
+:func:`fastatari.vector.worker.main` and nothing else (``python -c``, with the trainer's
+``sys.path``): no fork, so threads in the trainer are harmless, and the same on Linux and
+macOS. Its end of a socket pair and the shared block's descriptor are inherited (``pass_fds``);
+it learns the rest from the first message (``protocol.WorkerConfig``).
+
+A fresh interpreter imports numpy and ale_py in ~0.25 s of one core; the workers start in
+parallel, so this costs about what forking from a preloaded server did once it was up.
+
+Windows has no descriptor passing for ``subprocess``: there workers are multiprocessing
+``spawn`` children (which re-import ``__main__``, so a main guard is needed there).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+from multiprocessing import spawn
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from multiprocessing.connection import Connection
+from typing import IO, Optional
+
+from fastatari.vector.buffers import Handle
+
+__all__ = ["WorkerProcess", "launch"]
+
+_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[2]); "
+         "from fastatari.vector.worker import main; main(sys.argv[1:2])")
+STDERR_TAIL_BYTES = 2000
+
+
+class WorkerProcess:
+    """A launched worker: its pipe, and the process with ``subprocess.Popen``'s interface."""
+
+    def __init__(self, conn: Connection, pid: int, process: object,
+                 stderr: Optional[IO[bytes]]) -> None:
+        self.conn = conn
+        self.pid = pid
+        self._process = process
+        self._stderr = stderr
+
+    def exitcode(self) -> Optional[int]:
+        """None while it runs; negative: the signal that ended it (as ``Popen.returncode``)."""
+        process = self._process
+        if isinstance(process, subprocess.Popen):
+            return process.poll()
+        return process.exitcode  # type: ignore[attr-defined]
+
+    def wait(self, timeout: float) -> Optional[int]:
+        process = self._process
+        try:
+            if isinstance(process, subprocess.Popen):
+                return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        process.join(timeout)  # type: ignore[attr-defined]
+        return process.exitcode  # type: ignore[attr-defined]
+
+    def kill(self) -> None:
+        if self.exitcode() is None:
+            try:
+                self._process.kill()  # type: ignore[attr-defined]
+            except OSError:
+                pass
+
+    def cause(self) -> str:
+        """How it ended, in words: ``killed by SIGKILL``, ``exit code 1``."""
+        code = self.exitcode()
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def stderr_tail(self) -> str:
+        """The last lines the worker wrote to stderr (captured, since workers print nowhere)."""
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - STDERR_TAIL_BYTES))
+            return self._stderr.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+
+    def release(self) -> None:
+        """Close the pipe and the captured stderr (the process must be gone)."""
+        self.conn.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+def launch(block: Handle, name: str) -> WorkerProcess:
+    """Start a worker process; ``block`` is the shared block's handle it inherits."""
+    if sys.platform == "win32":
+        return _launch_spawn(name)
+    parent, child = mp.Pipe()
+    stderr = tempfile.TemporaryFile(prefix="fastatari-worker-")
+    try:
+        process = subprocess.Popen(
+            [_python(), "-c", _BOOT, str(child.fileno()), json.dumps(sys.path)],
+            pass_fds=(child.fileno(), int(block)), stdin=subprocess.DEVNULL, stderr=stderr)
+    except BaseException:
+        parent.close()
+        stderr.close()
+        raise
+    finally:
+        child.close()
+    del name  # subprocess has no process names; workers show as `python -c ...`
+    return WorkerProcess(parent, process.pid, process, stderr)
+
+
+def _python() -> str:
+    """The trainer's interpreter (multiprocessing's choice, which handles venvs and pythonw)."""
+    return spawn.get_executable() or sys.executable
+
+
+def _launch_spawn(name: str) -> WorkerProcess:  # pragma: no cover - Windows
+    from fastatari.vector.worker import serve
+
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    process = ctx.Process(target=serve, args=(child,), name=name, daemon=True)
+    process.start()
+    child.close()
+    return WorkerProcess(parent, process.pid, process, None)
