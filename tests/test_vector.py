@@ -20,6 +20,7 @@ from ale_py.registration import rom_id_to_name
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 import fastatari  # noqa: F401 - registers fastatari/<Game>-v5
+from _processes import alive, blocks_held, linux_only, shm_segments
 from fastatari.vector import AtariVectorEnv, WorkerError, make_vec
 
 gym.register_envs(ale_py)
@@ -40,33 +41,6 @@ def reference_vec(game_id: str, n: int, mode=AutoresetMode.NEXT_STEP, stack=4, *
     return SyncVectorEnv([make for _ in range(n)], autoreset_mode=mode)
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def blocks_held(pid: int | str = "self") -> int:
-    """fastatari shared blocks a process maps or holds open (they have no name in /dev/shm:
-    each is freed with the last process that holds it)."""
-    fds = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            fds += "memfd:fastatari" in os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            pass
-    with open(f"/proc/{pid}/maps") as maps:
-        return fds + maps.read().count("memfd:fastatari")
-
-
-def shm_segments() -> set:
-    return {name for name in os.listdir("/dev/shm")
-            if name.startswith(("psm_", "fastatari"))}
-
-
-linux_only = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc and /dev/shm")
 
 
 def clean_run(n, seed, actions, num_workers=1):

@@ -1,0 +1,35 @@
+"""Process and shared-memory probes for the vector env's tests (Linux: /proc, /dev/shm)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc and /dev/shm")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def blocks_held(pid: int | str = "self") -> int:
+    """fastatari shared blocks a process maps or holds open (they have no name in /dev/shm:
+    each is freed with the last process that holds it)."""
+    fds = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            fds += "memfd:fastatari" in os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            pass
+    with open(f"/proc/{pid}/maps") as maps:
+        return fds + maps.read().count("memfd:fastatari")
+
+
+def shm_segments() -> set:
+    return {name for name in os.listdir("/dev/shm")
+            if name.startswith(("psm_", "fastatari"))}

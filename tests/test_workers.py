@@ -1,0 +1,221 @@
+"""The vector env's workers in real programs: started from fastatari's own entry point (no main
+guard needed, the trainer's script never re-run), restarted after crashes and hangs under the
+restart policy, gone when the trainer dies, seeds checked in the trainer, CPU pinning."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from _processes import alive, blocks_held, linux_only, shm_segments
+from fastatari.vector import launch, make_vec, pool
+
+FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=1200)
+
+
+def run_script(tmp_path, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(body))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=tmp_path)
+
+
+def clean_run(n, seed, actions, **kwargs):
+    with make_vec("breakout", n, **FAST, **kwargs) as envs:
+        out = [envs.reset(seed=seed)[0]]
+        for a in actions:
+            out.append(envs.step(a)[0])
+    return out
+
+
+# -- the entry point ---------------------------------------------------------------------------
+def test_script_without_main_guard_runs_its_top_level_once(tmp_path):
+    result = run_script(tmp_path, """
+        import numpy as np
+        from fastatari import make_vec
+        with open("runs.txt", "a") as f:
+            f.write("top level\\n")
+        envs = make_vec("breakout", 4, num_workers=2, repeat_action_probability=0.0)
+        envs.reset(seed=0)
+        for _ in range(5):
+            envs.step(np.ones(4, np.int64))
+        envs.close()
+        print("OK")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "OK"
+    assert (tmp_path / "runs.txt").read_text() == "top level\n"
+
+
+def test_workers_never_import_the_trainers_modules(tmp_path):
+    # a stand-in for torch: records every process that imports it
+    (tmp_path / "heavy.py").write_text(
+        "import os\nwith open('heavy-imports.txt', 'a') as f:\n    f.write(f'{os.getpid()}\\n')\n")
+    result = run_script(tmp_path, """
+        import os
+        import heavy
+        import numpy as np
+        from fastatari import make_vec
+        if __name__ == "__main__":
+            with make_vec("breakout", 4, num_workers=2, repeat_action_probability=0.0) as envs:
+                envs.reset(seed=0)
+                envs.step(np.ones(4, np.int64))
+                print(os.getpid())
+    """)
+    assert result.returncode == 0, result.stderr
+    trainer = result.stdout.strip()
+    assert (tmp_path / "heavy-imports.txt").read_text().splitlines() == [trainer]
+
+
+def test_python_dash_c_works():
+    code = ("import numpy as np, fastatari; e = fastatari.make_vec('breakout', 2, num_workers=2);"
+            " e.reset(seed=0); e.step(np.zeros(2, np.int64)); e.close(); print('OK')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "OK"
+
+
+def test_a_worker_that_never_starts_fails_fast_with_its_cause_and_stderr(monkeypatch):
+    monkeypatch.setattr(launch, "_BOOT",
+                        "import sys; sys.stderr.write('boom: cannot start\\n'); sys.exit(3)")
+    before = shm_segments()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="(?s)worker 0 .*exit code 3; 3 times in a row "
+                                           "without progress.*boom: cannot start"):
+        make_vec("breakout", 2, num_workers=1, **FAST)
+    assert time.monotonic() - start < 30
+    assert shm_segments() <= before
+
+
+def test_a_kill_during_start_up_is_absorbed(monkeypatch):
+    real = pool.launch
+    launched = []
+
+    def launch_and_kill_the_first(*args, **kwargs):
+        worker = real(*args, **kwargs)
+        if not launched:
+            os.kill(worker.pid, signal.SIGKILL)
+        launched.append(worker.pid)
+        return worker
+
+    monkeypatch.setattr(pool, "launch", launch_and_kill_the_first)
+    with make_vec("breakout", 4, num_workers=2, **FAST) as envs:
+        assert envs.worker_restarts == 1 and len(launched) == 3
+        assert launched[0] not in envs.worker_pids
+        envs.reset(seed=0)
+        obs, *_ = envs.step(np.ones(4, np.int64))
+        assert obs.shape == (4, 4, 84, 84)
+
+
+# -- restarts ----------------------------------------------------------------------------------
+@linux_only
+def test_many_kills_with_default_settings_are_survived_and_each_reported_once():
+    n = 4
+    rng = np.random.default_rng(5)
+    actions = rng.integers(0, 4, (150, n))
+    expected = clean_run(n, 1, actions, num_workers=2)
+    kill_steps = set(range(3, 150, 6))  # 25 kills
+    with make_vec("breakout", n, num_workers=2, **FAST) as envs:
+        envs.reset(seed=1)
+        flagged = 0
+        for t, a in enumerate(actions):
+            if t in kill_steps:
+                os.kill(envs.worker_pids[1], signal.SIGKILL)
+            obs, _, term, trunc, info = envs.step(a)
+            assert np.array_equal(obs[:2], expected[t + 1][:2])  # worker 0 never notices
+            restarted = info.get("worker_restarted", np.zeros(n, bool))
+            assert restarted.tolist() == ([False, False, True, True] if t in kill_steps
+                                          else [False] * n)
+            flagged += int(restarted.sum())
+        assert flagged == 2 * len(kill_steps) and envs.worker_restarts == len(kill_steps)
+
+
+@linux_only
+def test_a_stopped_worker_is_killed_and_replaced_after_the_deadline():
+    with make_vec("breakout", 4, num_workers=2, timeout=2.0, **FAST) as envs:
+        envs.reset(seed=0)
+        stopped = envs.worker_pids[1]
+        os.kill(stopped, signal.SIGSTOP)
+        start = time.monotonic()
+        with pytest.warns(RuntimeWarning, match="worker 1 .*did not answer within the timeout "
+                                                "of 2.0 s"):
+            _, _, term, trunc, info = envs.step(np.ones(4, np.int64))
+        assert 2.0 <= time.monotonic() - start < 15
+        assert info["worker_restarted"].tolist() == [False, False, True, True]
+        assert trunc.tolist() == [False, False, True, True]
+        time.sleep(0.2)
+        assert not alive(stopped) and stopped not in envs.worker_pids
+        envs.step(np.ones(4, np.int64))
+
+
+def test_timeout_is_validated():
+    for bad in (0, -1, float("nan"), float("inf"), "5", True):
+        with pytest.raises(ValueError, match="timeout must be None or a positive finite"):
+            make_vec("breakout", 2, timeout=bad)
+
+
+@linux_only
+def test_a_killed_trainer_leaves_no_worker_and_no_shared_memory(tmp_path):
+    before = shm_segments()
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np
+        from fastatari import make_vec
+        envs = make_vec("breakout", 4, num_workers=2, repeat_action_probability=0.0)
+        envs.reset(seed=0)
+        print("PIDS", *envs.worker_pids, flush=True)
+        while True:
+            envs.step(np.ones(4, np.int64))
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for sig in (signal.SIGKILL, signal.SIGTERM):
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, env=env)
+        pids = [int(p) for p in proc.stdout.readline().split()[1:]]
+        assert len(pids) == 2 and all(alive(p) for p in pids)
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 1.0
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not any(alive(p) for p in pids), f"workers outlived the trainer ({sig.name})"
+    assert shm_segments() <= before
+
+
+# -- seeds -------------------------------------------------------------------------------------
+def test_bad_seeds_are_refused_before_any_env_changes():
+    rng = np.random.default_rng(2)
+    actions = rng.integers(0, 4, (20, 4))
+    expected = clean_run(4, 3, actions, num_workers=2)
+    with make_vec("breakout", 4, num_workers=2, **FAST) as envs:
+        envs.reset(seed=3)
+        for bad, error, match in (([0, 1, 2, -1], ValueError, r"seed\[3\] must be a non-neg"),
+                                  ([0, 1, 2], ValueError, "one entry per env"),
+                                  (-5, ValueError, "seed must be a non-negative int"),
+                                  ([0, 1, 2, 1.5], TypeError, r"seed\[3\]"),
+                                  ("7", TypeError, "seed must be None, an int")):
+            with pytest.raises(error, match=match):
+                envs.reset(seed=bad)
+        for t, a in enumerate(actions):  # nothing was reset: the clean trajectory goes on
+            assert np.array_equal(envs.step(a)[0], expected[t + 1])
+
+
+# -- placement ---------------------------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux")
+def test_cpus_pin_workers_and_bad_ids_are_refused():
+    allowed = sorted(os.sched_getaffinity(0))
+    with make_vec("breakout", 2, num_workers=2, cpus="auto", **FAST) as envs:
+        assert [os.sched_getaffinity(p) for p in envs.worker_pids] == [
+            {allowed[k % len(allowed)]} for k in range(2)]
+    for bad in ([max(allowed) + 1000], [], "some", [0.5], 3):
+        with pytest.raises(ValueError, match="cpus must"):
+            make_vec("breakout", 2, num_workers=2, cpus=bad)
