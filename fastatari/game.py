@@ -106,7 +106,6 @@ class FramePipeline:
         self.palette = palette
         self.grayscale = grayscale
         self.lut = palette.table(grayscale)
-        self.stack = stack
         self.channels_last = channels_last
         self.pooling = pooling
         self.channels = 1 if grayscale else 3
@@ -116,7 +115,12 @@ class FramePipeline:
         self.next_prev = np.zeros((h, w), np.uint8)
         self.next_last = np.zeros((h, w), np.uint8)
         self.held: Optional[np.ndarray] = None
-        if channels_last:
+        self.retarget(stack)
+
+    def retarget(self, stack: np.ndarray) -> None:
+        """Write the observation stack into ``stack`` from now on (same shape and layout)."""
+        self.stack = stack
+        if self.channels_last:
             hh, ww, kc = stack.shape
             self._frames = stack.reshape(hh, ww, kc // self.channels, self.channels)
         else:

@@ -99,6 +99,40 @@ def test_parity_games_and_options(game, options):
         ref.close()
 
 
+def test_reset_after_an_episode_end_equals_gymnasium():
+    """A worker resets an ended env in advance (next-step mode) while the trainer thinks; a
+    reset() that follows must give exactly gymnasium's: an unseeded one takes the advance reset,
+    a seeded one discards it, a reset_mask that names the ended env too."""
+    n = 2
+    rng = np.random.default_rng(4)
+    kw = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400)
+
+    def until_an_end(ours, ref):
+        for t in range(400):
+            a = rng.integers(0, 4, n)
+            obs, _, term, trunc, _ = ours.step(a)
+            r_obs, *_ = ref.step(a)
+            assert np.array_equal(obs, r_obs), f"step {t}"
+            if (term | trunc).any():
+                return term | trunc
+        raise AssertionError("no episode ended")
+
+    with make_vec("breakout", n, num_workers=2, **kw) as ours:
+        ref = reference_vec("ALE/Breakout-v5", n, **kw)
+        assert np.array_equal(ours.reset(seed=20)[0], ref.reset(seed=20)[0])
+        for seed in (None, 21, "mask"):
+            ended = until_an_end(ours, ref)
+            options = {"reset_mask": ended} if seed == "mask" else None
+            seed = None if seed == "mask" else seed
+            obs, _ = ours.reset(seed=seed, options=options)
+            r_obs, _ = ref.reset(seed=seed, options=options)
+            assert np.array_equal(obs, r_obs)
+            for t in range(20):
+                a = rng.integers(0, 4, n)
+                assert np.array_equal(ours.step(a)[0], ref.step(a)[0]), f"after reset, {t}"
+        ref.close()
+
+
 def test_seed_list_and_reset_mask():
     with make_vec("breakout", 3, num_workers=2, **FAST) as envs:
         obs, _ = envs.reset(seed=[5, None, 7])
