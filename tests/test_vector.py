@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 
 import ale_py
@@ -440,37 +437,6 @@ def test_garbage_collection_cleans_up():
     time.sleep(0.2)
     assert not any(alive(p) for p in pids)
     assert not blocks_held()
-
-
-@linux_only
-def test_sigint_leaves_no_orphans(tmp_path):
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent("""
-        import os, sys, numpy as np
-        from fastatari.vector import make_vec
-        if __name__ == "__main__":
-            envs = make_vec("breakout", 4, num_workers=2, repeat_action_probability=0.0)
-            envs.reset(seed=0)
-            print("PIDS", *envs.worker_pids, flush=True)
-            while True:
-                envs.step(np.ones(4, np.int64))
-    """))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    before = shm_segments()
-    pids = []
-    for line in proc.stdout:
-        if line.startswith("PIDS"):
-            pids = [int(p) for p in line.split()[1:]]
-            break
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert "KeyboardInterrupt" in err
-    time.sleep(0.3)
-    assert pids and not any(alive(p) for p in pids)
-    assert shm_segments() <= before
 
 
 def test_spaces_render_and_gymnasium_make_vec():
