@@ -1,0 +1,170 @@
+"""fastatari.vector.protocol: every command and reply survives encode/decode, the DONE fast path,
+unknown tags, and the worker's start-up config."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from fastatari.options import AtariOptions
+from fastatari.vector import protocol
+from fastatari.vector.buffers import Layout
+from fastatari.vector.protocol import Command, Op, Reply, ReplyKind, WorkerConfig
+
+OPS = bytes([Op.STEP, Op.IDLE, Op.RESET, Op.STEP])
+
+
+# -- commands ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("chunk", [0, 1, 65535])
+@pytest.mark.parametrize("ops", [b"", bytes([Op.STEP]), OPS, bytes([Op.IDLE]) * 1000])
+def test_step_round_trip(chunk, ops):
+    data = protocol.encode_step(chunk, ops)
+    assert data[:1] == Command.STEP.value
+    assert data[0] == ord("s")  # the worker's fast path reads the tag as one int
+    assert len(data) == 3 + len(ops)
+    assert protocol.decode_step(data) == (chunk, ops)
+
+
+def test_step_chunk_is_little_endian():
+    assert protocol.encode_step(0x0102, b"")[1:3] == b"\x02\x01"
+
+
+def test_step_chunk_above_uint16_is_refused():
+    with pytest.raises(OverflowError):
+        protocol.encode_step(65536, OPS)
+
+
+@pytest.mark.parametrize("requests", [
+    [],
+    [(0, None)],
+    [(0, 7), (1, None), (5, 2**40)],
+    [(3, 0)],
+])
+def test_reset_round_trip(requests):
+    data = protocol.encode_reset(requests)
+    assert data[:1] == Command.RESET.value
+    command, payload = protocol.decode_command(data)
+    assert command is Command.RESET
+    assert payload == requests
+
+
+def test_reset_accepts_a_tuple_and_decodes_a_list():
+    _, payload = protocol.decode_command(protocol.encode_reset(((2, 9),)))
+    assert payload == [(2, 9)]
+
+
+@pytest.mark.parametrize("env_ids", [[0], [3, 1, 2], np.array([4, 5], np.int64)])
+def test_render_round_trip(env_ids):
+    data = protocol.encode_render(env_ids)
+    assert data[:1] == Command.RENDER.value
+    command, payload = protocol.decode_command(data)
+    assert command is Command.RENDER
+    assert payload == [int(i) for i in env_ids]
+    assert all(type(i) is int for i in payload)  # numpy ints become Python ints
+
+
+def test_close_round_trip():
+    data = protocol.encode_close()
+    assert data == Command.CLOSE.value
+    assert protocol.decode_command(data) == (Command.CLOSE, None)
+
+
+def test_command_tags_are_distinct_single_bytes():
+    tags = [c.value for c in Command]
+    assert all(len(t) == 1 for t in tags)
+    assert len(set(tags)) == len(tags)
+
+
+@pytest.mark.parametrize("data", [b"x", b"?payload", b"d"])
+def test_unknown_command_tag_raises_value_error(data):
+    with pytest.raises(ValueError, match="is not a valid Command"):
+        protocol.decode_command(data)
+
+
+# -- replies -------------------------------------------------------------------------------------
+def test_done_fast_path():
+    reply = protocol.decode_reply(protocol.DONE)
+    assert reply.kind is ReplyKind.DONE
+    assert reply.payload is None and reply.envs is None
+    assert protocol.decode_reply(bytes(protocol.DONE)) == Reply(ReplyKind.DONE)
+
+
+def test_ready():
+    assert protocol.READY == ReplyKind.READY.value
+    reply = protocol.decode_reply(protocol.READY)
+    assert reply == Reply(ReplyKind.READY)
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "Traceback (most recent call last):\n  ValueError: boom",
+    "Fehler: Größe ≠ 84 — 失败 🎮",
+])
+def test_error_round_trip(text):
+    data = protocol.encode_error(text)
+    assert data[:1] == ReplyKind.ERROR.value
+    reply = protocol.decode_reply(data)
+    assert reply.kind is ReplyKind.ERROR
+    assert reply.payload == text
+
+
+def test_error_with_unencodable_text_is_replaced_not_raised():
+    reply = protocol.decode_reply(protocol.encode_error("bad \udcff surrogate"))
+    assert reply.kind is ReplyKind.ERROR
+    assert reply.payload == "bad ? surrogate"
+
+
+def test_error_with_invalid_utf8_decodes_with_replacement():
+    reply = protocol.decode_reply(ReplyKind.ERROR.value + b"ok \xff")
+    assert reply.payload == "ok \ufffd"
+
+
+def test_rendered_round_trip():
+    rng = np.random.default_rng(0)
+    screens = [rng.integers(0, 256, (210, 160, 3), dtype=np.uint8),
+               rng.integers(0, 256, (250, 160, 3), dtype=np.uint8)]
+    data = protocol.encode_rendered(screens)
+    assert data[:1] == ReplyKind.RENDERED.value
+    reply = protocol.decode_reply(data)
+    assert reply.kind is ReplyKind.RENDERED
+    assert len(reply.payload) == 2
+    for got, sent in zip(reply.payload, screens, strict=True):
+        assert got.dtype == np.uint8 and got.shape == sent.shape
+        np.testing.assert_array_equal(got, sent)
+
+
+def test_rendered_empty_list():
+    assert protocol.decode_reply(protocol.encode_rendered([])) == Reply(ReplyKind.RENDERED, [])
+
+
+@pytest.mark.parametrize("data", [b"", b"x", b"zzz", b"s"])
+def test_unknown_reply_tag_raises_value_error(data):
+    with pytest.raises(ValueError, match="is not a valid ReplyKind"):
+        protocol.decode_reply(data)
+
+
+def test_reply_tags_are_distinct_single_bytes():
+    tags = [k.value for k in ReplyKind]
+    assert all(len(t) == 1 for t in tags)
+    assert len(set(tags)) == len(tags)
+
+
+# -- start-up ------------------------------------------------------------------------------------
+def test_worker_config_pickles():
+    options = AtariOptions(frame_skip=2, screen_size=(64, 48), clip_rewards=True)
+    config = WorkerConfig(index=1, env_ids=(2, 3), rom="breakout", options=options,
+                          layout=Layout(4, options.observation_shape), same_step=True,
+                          resets=((2, 10), (3, None)), restarted=True, cpu=0, block=17)
+    copy = pickle.loads(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
+    assert copy == config
+    assert copy.options.screen_size == (64, 48)
+    assert copy.layout.offsets().keys() == config.layout.offsets().keys()
+    assert copy.layout.nbytes == config.layout.nbytes
+
+
+def test_worker_config_defaults():
+    config = WorkerConfig(index=0, env_ids=(0,), rom="pong", options=AtariOptions(),
+                          layout=Layout(1, (4, 84, 84)), same_step=False, resets=())
+    assert (config.restarted, config.cpu, config.block) == (False, None, None)
+    assert pickle.loads(pickle.dumps(config)) == config
