@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_bench_command(commands: argparse._SubParsersAction) -> None:
-    from fastatari.bench import SECTIONS, BenchConfig
+    from fastatari.bench import DEFAULT_SECTIONS, SECTIONS, BenchConfig
 
     defaults = BenchConfig()
     bench = commands.add_parser(
@@ -60,7 +60,8 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
                             f"memory (default {defaults.startup_repeats})")
     bench.add_argument("--seed", type=int, default=defaults.seed)
     bench.add_argument("--section", action="append", choices=SECTIONS, dest="sections",
-                       help="measure only this section (repeatable; default: all)")
+                       help="measure only this section (repeatable; default: "
+                            f"{', '.join(DEFAULT_SECTIONS)}; transport only when named)")
     bench.add_argument("--quick", action="store_true",
                        help="fewer, shorter rounds: a smoke run, not figures to quote")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
@@ -154,7 +155,7 @@ def int_list(text: str) -> tuple[int, ...]:
 
 
 def bench_config(args: argparse.Namespace) -> BenchConfig:
-    from fastatari.bench import QUICK, SECTIONS, BenchConfig
+    from fastatari.bench import DEFAULT_SECTIONS, QUICK, BenchConfig
 
     # --quick sets the sizes; explicit flags still win over it
     sizes = dict(QUICK) if args.quick else {}
@@ -162,7 +163,7 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
                  "startup_repeats"):
         if getattr(args, name) is not None:
             sizes[name] = getattr(args, name)
-    sections = tuple(dict.fromkeys(args.sections)) if args.sections else SECTIONS
+    sections = tuple(dict.fromkeys(args.sections)) if args.sections else DEFAULT_SECTIONS
     return BenchConfig(game=args.game, seed=args.seed, sections=sections, **sizes)
 
 

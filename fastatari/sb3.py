@@ -48,7 +48,7 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 
 from gymnasium.vector import AutoresetMode
 
-from fastatari.schema import INFO_FIELDS
+from fastatari.schema import INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import AtariVectorEnv
 
 __all__ = ["SB3AtariVecEnv", "make_vec_env"]
@@ -57,7 +57,7 @@ __all__ = ["SB3AtariVecEnv", "make_vec_env"]
 # and the vector env's restart flag.
 _SCALAR_KEYS = tuple(f.name for f in INFO_FIELDS) + ("worker_restarted",)
 # Keys that describe the new episode after a same-step reset (the rest describe the step).
-_RESET_KEYS = ("lives", "frame_number", "episode_frame_number")
+_RESET_KEYS = tuple(f.name for f in STATE_FIELDS)
 
 
 def make_vec_env(game: str, n_envs: int, seed: Optional[int] = None,

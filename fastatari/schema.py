@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Tuple
 if TYPE_CHECKING:
     from fastatari.options import AtariOptions
 
-__all__ = ["EPISODE_FIELDS", "INFO_FIELDS", "STEP_FIELDS", "Field", "When", "info_fields"]
+__all__ = ["EPISODE_FIELDS", "INFO_FIELDS", "STATE_FIELDS", "STEP_FIELDS", "Field", "When",
+           "info_fields"]
 
 
 class When(enum.Enum):
@@ -35,6 +36,7 @@ class Field:
     dtype: str
     doc: str
     when: When = When.ALWAYS
+    state: bool = False  # describes the game's state (a reset changes it), not the step
 
     def present(self, options: "AtariOptions") -> bool:
         """Whether this key is in the info of a game with ``options``."""
@@ -50,9 +52,10 @@ STEP_FIELDS: Tuple[Field, ...] = (
 
 #: The per-env info keys, after every step and reset. ``lives`` is int64 as in ale-py's env.
 INFO_FIELDS: Tuple[Field, ...] = (
-    Field("lives", "int64", "lives left"),
-    Field("episode_frame_number", "int64", "frames since the game's reset, ALE's count"),
-    Field("frame_number", "int64", "frames since the ROM was loaded, ALE's count"),
+    Field("lives", "int64", "lives left", state=True),
+    Field("episode_frame_number", "int64", "frames since the game's reset, ALE's count",
+          state=True),
+    Field("frame_number", "int64", "frames since the ROM was loaded, ALE's count", state=True),
     Field("raw_reward", "float64", "the reward before clipping", When.CLIP_REWARDS),
     Field("game_over", "bool", "the game itself ended (not only a life)", When.EPISODIC_LIFE),
 )
@@ -63,6 +66,11 @@ EPISODE_FIELDS: Tuple[Field, ...] = (
     Field("l", "int64", "the game's length in agent steps"),
     Field("t", "float64", "seconds the game took"),
 )
+
+
+#: After a same-step autoreset these info keys describe the new episode; the others keep
+#: describing the step that ended the old one (its full info is in ``final_info``).
+STATE_FIELDS: Tuple[Field, ...] = tuple(f for f in INFO_FIELDS if f.state)
 
 
 def info_fields(options: "AtariOptions") -> Tuple[Field, ...]:

@@ -2,8 +2,11 @@
 
 :class:`~fastatari.AtariOptions`, the vector env, ``fastatari.envpool.make`` and the CLI all
 validate through these functions, so a value is accepted or refused the same way, with the
-same words, wherever it is given. Types follow numpy and gymnasium: a value of the wrong type
-raises ``TypeError``, a value of the right type out of range raises ``ValueError``.
+same words, wherever it is given. Arrays and seeds follow numpy and gymnasium: a value of the
+wrong type raises ``TypeError``, one of the right type out of range ``ValueError``. Options
+(``check_int``, ``check_bool``, ``check_probability``, ``check_timeout``) raise ``ValueError``
+for any bad value, as ``AtariOptions`` always has: they come from keyword arguments, files and
+command lines, where "a bad value" is what the user did.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ def check_seeds(seed: Any, count: int) -> List[Optional[int]]:
     sequence of ``count`` seeds, each checked by :func:`check_seed`."""
     if seed is None:
         return [None] * count
+    if isinstance(seed, np.ndarray) and seed.ndim == 0:
+        seed = seed.item()
     if is_int(seed):
         first = check_seed(seed)
         return [first + i for i in range(count)]  # type: ignore[operator]
@@ -92,18 +97,26 @@ def check_seeds(seed: Any, count: int) -> List[Optional[int]]:
     return [check_seed(s, f"seed[{i}]") for i, s in enumerate(seeds)]
 
 
+def _int_array(name: str, values: Any) -> np.ndarray:
+    """``values`` as an array; an empty list is an empty int array (not float64), a ragged or
+    non-numeric one a ``TypeError`` naming ``name``."""
+    if isinstance(values, (list, tuple)) and not values:
+        return np.zeros(0, np.int64)
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError) as e:  # ragged lists and the like
+        raise TypeError(f"{name} must be an array of ints: {e}") from None
+
+
 def check_actions(actions: Any, count: int, num_actions: int) -> np.ndarray:
     """Actions of ``count`` envs in ``Discrete(num_actions)``, as int64.
 
     ``TypeError`` for a non-array or a non-integer dtype (gymnasium's vector envs raise it for
     ``step(0)``), ``ValueError`` for a wrong shape or an action out of range.
     """
-    if actions is None or np.ndim(actions) == 0:
+    array = _int_array("actions", actions)
+    if actions is None or array.ndim == 0:
         raise TypeError(f"actions must be an array of {count} ints, got {actions!r}")
-    try:
-        array = np.asarray(actions)
-    except ValueError as e:  # ragged lists and the like
-        raise TypeError(f"actions must be an array of ints: {e}") from None
     if array.dtype == bool or array.dtype.kind not in "iu":
         raise TypeError(f"actions must be integers, got dtype {array.dtype}")
     if array.shape != (count,):
@@ -120,7 +133,7 @@ def check_env_ids(env_ids: Any, num_envs: int) -> np.ndarray:
     """Env ids: ``None`` (all), one int, or a non-empty 1-d array of distinct ints in range."""
     if env_ids is None:
         return np.arange(num_envs)
-    ids = np.asarray(env_ids)
+    ids = _int_array("env_ids", env_ids)
     if ids.ndim == 0 and is_int(env_ids):
         ids = ids.reshape(1)
     if ids.dtype == bool or ids.dtype.kind not in "iu" or ids.ndim != 1:

@@ -184,10 +184,6 @@ HELD_VIEW_CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: SharedBuffers builds its views with np.ndarray(buffer=mmap), which holds no buffer "
-    "export on the mmap, so close() unmaps the block under views a caller still holds "
-    "(AtariVectorEnv copy=False observations) and reading them is SIGSEGV"))
 def test_close_while_a_view_is_held_keeps_the_view_valid():
     child = subprocess.run([sys.executable, "-c", HELD_VIEW_CHILD], capture_output=True,
                            text=True, timeout=60)

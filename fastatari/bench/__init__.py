@@ -10,14 +10,17 @@ Modules, each importing only those above it:
     config, contenders, round-robin measurement, the ``envs`` and ``kernels`` sections, tables;
 ``vector``
     the ``vector`` section: throughput, scaling, start-up, memory, async, the scaling plot;
+``transport``
+    the ``transport`` section: the vector env's transport alone (workers that do not emulate),
+    against the number of workers, and a model of its cost at more cores;
 ``runner``
     runs the chosen sections and builds the Markdown report.
 
 Needs the ``bench`` extra.
 """
-from fastatari.bench.harness import QUICK, SECTIONS, BenchConfig, Report
+from fastatari.bench.harness import DEFAULT_SECTIONS, QUICK, SECTIONS, BenchConfig, Report
 from fastatari.bench.runner import markdown_report, run_benchmark
 from fastatari.bench.vector import write_plot
 
-__all__ = ["QUICK", "SECTIONS", "BenchConfig", "Report", "markdown_report", "run_benchmark",
-           "write_plot"]
+__all__ = ["DEFAULT_SECTIONS", "QUICK", "SECTIONS", "BenchConfig", "Report", "markdown_report",
+           "run_benchmark", "write_plot"]

@@ -7,7 +7,9 @@ Ratios to the ceiling are taken round by round, against the ceiling measured in 
 Sections (``SECTIONS``): ``envs`` times whole agent steps, ``kernels`` times the per-step
 preprocessing after emulation, fastatari's kernels on every SIMD path against OpenCV/numpy,
 ``vector`` times vector envs against gymnasium's AsyncVectorEnv, ale_py's AtariVectorEnv and
-EnvPool, plus scaling, start-up, memory and async (:mod:`fastatari.bench.vector`).
+EnvPool, plus scaling, start-up, memory and async (:mod:`fastatari.bench.vector`);
+``transport`` times the vector env's transport alone, with workers that do not emulate, and
+models its cost at more cores (:mod:`fastatari.bench.transport`; only when asked for).
 This module holds what every section shares (config, contenders, round-robin measurement,
 Markdown tables) and the ``envs`` and ``kernels`` sections; :mod:`fastatari.bench.runner` runs
 the chosen sections and builds the report. Needs the ``bench`` extra (OpenCV; gymnasium's
@@ -35,7 +37,8 @@ SCREEN_SIZE = (84, 84)  # (width, height), OpenCV's order
 STACK_SIZE = 4
 MAX_FRAMES_PER_EPISODE = 108_000  # the v5 default, so the ceiling truncates like the envs do
 
-SECTIONS = ("envs", "kernels", "vector")
+SECTIONS = ("envs", "kernels", "vector", "transport")
+DEFAULT_SECTIONS = ("envs", "kernels", "vector")  # transport is a diagnostic: asked for by name
 CEILING = "raw ALE (4× ale.act)"
 
 
@@ -46,7 +49,7 @@ class BenchConfig:
     steps: int = 2_000  # agent steps per round, for each env contender
     kernel_calls: int = 2_000  # calls per round, for each kernel contender
     seed: int = 0
-    sections: tuple[str, ...] = SECTIONS
+    sections: tuple[str, ...] = DEFAULT_SECTIONS
     vector_steps: int = 4_096  # vector section: agent steps per round, for each system
     vector_envs: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # vector section: scaling
     startup_repeats: int = 3  # vector section: fresh interpreters per system, for start-up
@@ -103,6 +106,7 @@ class Report:
     kernels: list[KernelResult] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     vector: Any = None  # vector.VectorReport when the section ran
+    transport: Any = None  # transport.TransportReport when the section ran
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

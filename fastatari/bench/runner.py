@@ -2,8 +2,8 @@
 
 The ``envs`` and ``kernels`` contenders (:mod:`fastatari.bench.harness`) are timed together,
 round-robin; the ``vector`` section (:mod:`fastatari.bench.vector`) then runs its own groups
-under the same progress bar. This module sits above both, so neither imports the other's
-caller.
+and the ``transport`` section (:mod:`fastatari.bench.transport`) its own rounds, under the
+same progress bar. This module sits above them all, so none imports the other's caller.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from fastatari.bench.harness import (
     kernel_table,
     measure,
 )
+from fastatari.bench.transport import markdown_transport, run_transport, transport_units
 from fastatari.bench.vector import markdown_vector, plan_vector, run_vector
 
 
@@ -37,7 +38,9 @@ def run_benchmark(config: BenchConfig,
     report = Report(environment_info(), asdict(config))
     contenders = build_contenders(config, report.skipped)
     vector_plan = plan_vector(config) if "vector" in config.sections else None
-    total = len(contenders) * (config.rounds + 1) + (vector_plan.units if vector_plan else 0)
+    transport = "transport" in config.sections
+    total = (len(contenders) * (config.rounds + 1) + (vector_plan.units if vector_plan else 0)
+             + (transport_units(config) if transport else 0))
     bar = progress(total) if progress else None
     try:
         try:
@@ -49,6 +52,8 @@ def run_benchmark(config: BenchConfig,
         report.kernels = kernel_results(contenders, seconds)
         if vector_plan is not None:
             report.vector = run_vector(vector_plan, bar)
+        if transport:
+            report.transport = run_transport(config, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -70,4 +75,6 @@ def markdown_report(report: Report) -> str:
                      + kernel_table(report))
     if report.vector is not None:
         parts.append(markdown_vector(report.vector, config))
+    if report.transport is not None:
+        parts.append(markdown_transport(report.transport))
     return "\n\n".join(parts)

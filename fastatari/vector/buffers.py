@@ -139,7 +139,10 @@ class SharedBuffers:
     def __init__(self, layout: Layout, handle: Optional[Handle] = None) -> None:
         self.layout = layout
         self.block = SharedBlock(layout.nbytes, handle)
-        views = {name: np.ndarray(shape, dtype, buffer=self.block.mmap, offset=offset)
+        # frombuffer (not ndarray(buffer=...)) exports the mmap's buffer, so the mmap refuses to
+        # unmap while a view lives (BufferError) instead of leaving the view dangling.
+        views = {name: np.frombuffer(self.block.mmap, dtype, int(np.prod(shape)),
+                                     offset).reshape(shape)
                  for name, (offset, dtype, shape) in layout.offsets().items()}
         self.obs = views["obs"]
         self.final_obs = views["final_obs"]

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from fastatari.game import AtariGame
-from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS
+from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import protocol
 from fastatari.vector._wait import wait_change
 from fastatari.vector.buffers import SharedBuffers
@@ -46,6 +46,7 @@ class Worker:
         self.same_step = config.same_step
         self.first = config.env_ids[0]  # the block is contiguous
         self._info_columns = [(f.name, buffers.info[f.name]) for f in INFO_FIELDS]
+        self._state_columns = [(f.name, buffers.info[f.name]) for f in STATE_FIELDS]
         self._final_columns = [(buffers.info[f.name], buffers.final_info[f.name])
                                for f in INFO_FIELDS]
         self._episode_columns = [(f.name, buffers.episode[f.name]) for f in EPISODE_FIELDS]
@@ -151,9 +152,8 @@ class Worker:
                 final[i] = column[i]
             b.has_final[i] = True
             reset_info = game.reset()
-            for name, column in self._info_columns:
-                if name in reset_info:
-                    column[i] = reset_info[name]
+            for name, column in self._state_columns:
+                column[i] = reset_info[name]
         else:
             b.has_final[i] = False
             if terminated or truncated:

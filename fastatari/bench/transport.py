@@ -1,0 +1,249 @@
+"""The harness's ``transport`` section: what the vector env's transport alone costs the trainer.
+
+**Workers that do not emulate.** For each ``num_workers`` in ``TRANSPORT_WORKERS`` (with
+``ENVS_PER_WORKER`` envs each) a ``make_vec`` env is stepped synchronously, and the trainer's
+wall time per ``step`` is all transport: writing the actions, one command per worker through its
+pipe and ``wake`` word, the worker waking, decoding and answering, the trainer collecting the
+replies and reading the result columns (observations copied out, as ``copy=True`` does). The
+library is not changed for this: while the section runs (and only in this process, restored
+after), :data:`fastatari.vector.launch._BOOT`, the ``python -c`` program a worker starts with,
+is replaced by the same program with one statement inserted before its final ``main(...)``
+call: ``Worker._step_one``, which runs one env's op, becomes a function that sets that env's
+reward to 0 and returns. Everything else in the worker is the real one: its start, its
+games' first reset, its command loop and its waits. The first round checks that the
+observations did not change, i.e. that no worker emulated.
+
+**The emulation ceiling per core** is measured in the same rounds: ``e``, one agent step
+(``FRAME_SKIP`` bare ``ale.act`` calls) of one env on one core, in this process.
+
+**The model.** At ``C`` cores with one worker per core and ``k = ENVS_PER_WORKER`` envs per
+worker, a sync step costs the trainer ``E + T(C)``: ``E = k·e``, the emulation of the ``k``
+envs every core steps (all cores in parallel), plus the transport ``T``, which a sync step does
+not overlap with emulation (commands go out before the workers emulate, replies come back
+after). ``T(W) = a + b·W`` µs is fitted by least squares to the measured medians. The ceiling
+does ``E`` per step with no transport, so the expected ratio to it is ``E / (E + T(C))``. Two
+caveats, both stated with the table: the additive model is conservative (in a real step the
+trainer handles the first replies while later workers still emulate); and where the machine has
+fewer cores than workers and the trainer, ``T(W)`` includes them sharing the cores, so ``b``
+fitted over every count overstates what a machine with a core per worker pays: there the line is
+fitted a second time over the counts that leave a core per worker and one for the trainer (when
+there are two or more). ``C`` above the largest count a line was fitted on is extrapolated.
+"""
+from __future__ import annotations
+
+import contextlib
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from fastatari.bench.harness import (
+    BenchConfig,
+    Contender,
+    Progress,
+    bare_loop,
+    markdown_table,
+    measure,
+)
+from fastatari.bench.vector import LoadWatch, open_fastatari
+from fastatari.vector.placement import usable_cores
+
+__all__ = ["TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",
+           "markdown_transport", "no_emulation_boot", "no_emulation_workers", "run_transport",
+           "transport_units"]
+
+TRANSPORT_WORKERS = (1, 2, 4, 8, 16, 32)
+ENVS_PER_WORKER = 2
+MODEL_CORES = (16, 64)
+CEILING_ONE_CORE = "raw ALE, 1 core"
+# Inserted into the worker's boot program before its ``main(...)`` call.
+STEP_NOTHING = ("from fastatari.vector.worker import Worker; "
+                "Worker._step_one = lambda self, i, op: self.buffers.reward.__setitem__(i, 0.0)")
+
+
+@dataclass
+class TransportResult:
+    num_workers: int
+    num_envs: int
+    us_per_step: float  # trainer wall time per sync step, median over rounds
+    expected_ratio: float  # E / (E + T(W)) with the measured T(W), as if W cores
+    rounds_us: list[float]
+
+
+@dataclass
+class TransportFit:
+    """T(W) = a + b·W, least squares over the medians at ``workers``, and the model's ratios."""
+
+    over: str  # which worker counts, in words
+    workers: list[int]
+    intercept_us: float  # a
+    slope_us: float  # b: µs per worker
+    predicted_ratio: dict[int, float]  # cores → E / (E + T(C))
+
+
+@dataclass
+class TransportReport:
+    usable_cores: int
+    envs_per_worker: int
+    steps_per_round: int  # sync steps per round, for every worker count
+    emulation_us: float  # e: one env's agent step on one core, median over rounds
+    rounds_emulation_us: list[float]
+    results: list[TransportResult] = field(default_factory=list)
+    fits: list[TransportFit] = field(default_factory=list)
+    load: dict[str, float] = field(default_factory=dict)  # LoadWatch.stop()
+    worker_restarts: int = 0
+
+
+def no_emulation_boot(boot: str) -> str:
+    """``boot`` (the worker's ``python -c`` program) with :data:`STEP_NOTHING` inserted before
+    its final statement, which must be the ``main(...)`` call."""
+    head, sep, call = boot.rpartition("; ")
+    if not sep or not call.startswith("main("):
+        raise RuntimeError("fastatari.vector.launch._BOOT no longer ends with '; main(...)': "
+                           f"update the transport section's boot ({boot!r})")
+    return f"{head}; {STEP_NOTHING}; {call}"
+
+
+@contextlib.contextmanager
+def no_emulation_workers() -> Iterator[None]:
+    """Workers launched inside run no emulation (in this process only; restored after)."""
+    from fastatari.vector import launch
+
+    real = launch._BOOT
+    launch._BOOT = no_emulation_boot(real)
+    try:
+        yield
+    finally:
+        launch._BOOT = real
+
+
+def steps_per_round(config: BenchConfig) -> int:
+    """Sync steps per round, the same for every worker count (so each gets enough samples)."""
+    return max(1, config.vector_steps // 4)
+
+
+def transport_units(config: BenchConfig) -> int:
+    """Progress-bar units: one per contender round."""
+    return (len(TRANSPORT_WORKERS) + 1) * (config.rounds + 1)
+
+
+def name_of(num_workers: int) -> str:
+    return f"transport, {num_workers} workers"
+
+
+def transport_contender(config: BenchConfig, num_workers: int) -> tuple[Contender, Any]:
+    """A no-emulation env of ``num_workers`` workers (launch inside
+    :func:`no_emulation_workers`), reset, and the contender that steps it; and the env."""
+    num_envs = ENVS_PER_WORKER * num_workers
+    opened = open_fastatari(config, num_envs, num_workers=num_workers)
+    env = opened.env
+    calls = steps_per_round(config)
+    rng = np.random.default_rng(config.seed)
+    rows = rng.integers(opened.num_actions, size=(config.rounds + 1, calls, num_envs),
+                        dtype=np.int32)
+    # a no-emulation worker never writes an observation: they stay as the reset left them
+    first_obs = env.step(rows[0][0])[0].copy()
+
+    def run(round_index: int) -> None:
+        obs = first_obs
+        for actions in rows[round_index]:
+            obs = env.step(actions)[0]
+        if round_index == 0 and not np.array_equal(obs, first_obs):
+            raise RuntimeError("the observations changed: the workers emulated, so the "
+                               "no-emulation boot did not take effect")
+
+    contender = Contender("transport", name_of(num_workers), calls, run,
+                          note=f"{num_envs} envs, sync step", close=opened.close)
+    return contender, env
+
+
+def run_transport(config: BenchConfig, bar: Progress | None) -> TransportReport:
+    """Time every worker count and the one-core emulation loop round-robin; fit and model."""
+    calls = steps_per_round(config)
+    emulation = bare_loop(config.game, config.seed, config.rounds, calls)
+    contenders = [Contender("transport", CEILING_ONE_CORE, calls, emulation,
+                            note="one bare 4× ale.act loop in the main process")]
+    envs = []
+    with no_emulation_workers(), contextlib.ExitStack() as closing:
+        for num_workers in TRANSPORT_WORKERS:
+            contender, env = transport_contender(config, num_workers)
+            closing.callback(contender.close)
+            contenders.append(contender)
+            envs.append(env)
+        watch = LoadWatch()
+        seconds = measure(contenders, config.rounds, bar)
+        load = watch.stop()
+        restarts = sum(env.worker_restarts for env in envs)
+    return transport_report(config, seconds, load, restarts)
+
+
+def transport_report(config: BenchConfig, seconds: dict[str, list[float]],
+                     load: dict[str, float], restarts: int) -> TransportReport:
+    emulation_rounds = [s * 1e6 for s in seconds[CEILING_ONE_CORE]]
+    e = statistics.median(emulation_rounds)
+    big_e = ENVS_PER_WORKER * e
+    medians = {w: statistics.median(s * 1e6 for s in seconds[name_of(w)])
+               for w in TRANSPORT_WORKERS}
+    cores = usable_cores()
+    report = TransportReport(cores, ENVS_PER_WORKER, steps_per_round(config), e,
+                             emulation_rounds, load=load, worker_restarts=restarts)
+    for w, us in medians.items():
+        report.results.append(TransportResult(w, ENVS_PER_WORKER * w, us, big_e / (big_e + us),
+                                              [s * 1e6 for s in seconds[name_of(w)]]))
+    report.fits.append(fit_line("all worker counts", medians, big_e))
+    # a core for every worker and one for the trainer: no sharing
+    own_core = {w: us for w, us in medians.items() if w < cores}
+    if len(own_core) < len(medians) and len(own_core) >= 2:
+        report.fits.append(fit_line(f"a core per worker and the trainer (W < {cores})",
+                                    own_core, big_e))
+    return report
+
+
+def fit_line(over: str, medians: dict[int, float], big_e: float) -> TransportFit:
+    slope, intercept = np.polyfit(list(medians), list(medians.values()), 1)
+    predicted = {c: big_e / (big_e + max(0.0, float(intercept + slope * c)))
+                 for c in MODEL_CORES}
+    return TransportFit(over, list(medians), float(intercept), float(slope), predicted)
+
+
+def markdown_transport(report: TransportReport) -> str:
+    k, e = report.envs_per_worker, report.emulation_us
+    big_e = k * e
+    rows = [[str(r.num_workers), str(r.num_envs), f"{r.us_per_step:,.0f}",
+             f"{r.us_per_step / r.num_workers:,.1f}", f"{r.expected_ratio:.2f}"]
+            for r in report.results]
+    table = markdown_table(["num_workers W", "num_envs", "µs/step T(W)", "µs/step per worker",
+                            "E/(E+T(W))"], rows)
+    lines = []
+    for fit in report.fits:
+        largest = max(fit.workers)
+        predicted = " · ".join(f"{c} cores: **{ratio:.2f}**"
+                               + (" (extrapolated)" if c > largest else "")
+                               for c, ratio in fit.predicted_ratio.items())
+        lines.append(f"- fit over {fit.over}: T(W) = {fit.intercept_us:,.1f} + "
+                     f"{fit.slope_us:,.2f}·W µs; expected ratio {predicted}")
+    oversubscribed = [r.num_workers for r in report.results
+                      if r.num_workers >= report.usable_cores]
+    caveat = (f" This machine has {report.usable_cores} usable cores: at "
+              f"{', '.join(map(str, oversubscribed))} workers T(W) includes the workers and "
+              "the trainer sharing them, so the fit over all counts overstates what a machine "
+              "with a core per worker pays." if oversubscribed else "")
+    load = report.load.get("other_cores", float("nan"))
+    return "\n\n".join([
+        "### Transport (workers that do not emulate)",
+        f"Sync `step` of {k} envs per worker, {report.steps_per_round:,} steps per round; the "
+        "workers run fastatari's real boot, command loop and waits, with `Worker._step_one` "
+        "replaced (in the worker only) by one that sets the reward to 0, so the trainer's wall "
+        "time per step is the transport's cost T(W). Medians over rounds, round-robin with a "
+        f"bare 4× `ale.act` loop on one core: e = {e:,.0f} µs per env step.",
+        table,
+        f"Model: at C cores, one worker per core and {k} envs each, a sync step costs "
+        f"E + T(C), with E = {k}·e = {big_e:,.0f} µs of emulation (all cores in parallel) and "
+        "T(C) the transport, which a sync step does not overlap with emulation; the ceiling "
+        "costs E, so the expected ratio to it is E / (E + T(C)), T fitted as a + b·W. "
+        "Conservative: a real step handles the first replies while later workers still "
+        "emulate." + caveat + "\n\n" + "\n".join(lines),
+        f"Other load during the section: {load:.2f} cores; worker restarts: "
+        f"{report.worker_restarts}.",
+    ])
