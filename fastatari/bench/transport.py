@@ -20,14 +20,15 @@ observations did not change, i.e. that no worker emulated.
 worker, a sync step costs the trainer ``E + T(C)``: ``E = k·e``, the emulation of the ``k``
 envs every core steps (all cores in parallel), plus the transport ``T``, which a sync step does
 not overlap with emulation (commands go out before the workers emulate, replies come back
-after). ``T(W) = a + b·W`` µs is fitted by least squares to the measured medians. The ceiling
-does ``E`` per step with no transport, so the expected ratio to it is ``E / (E + T(C))``. Two
-caveats, both stated with the table: the additive model is conservative (in a real step the
-trainer handles the first replies while later workers still emulate); and where the machine has
-fewer cores than workers and the trainer, ``T(W)`` includes them sharing the cores, so ``b``
-fitted over every count overstates what a machine with a core per worker pays: there the line is
-fitted a second time over the counts that leave a core per worker and one for the trainer (when
-there are two or more). ``C`` above the largest count a line was fitted on is extrapolated.
+after). ``T(W) = a + b·W`` µs is fitted to the measured medians by least squares on relative
+residuals (``T`` spans two orders of magnitude over the counts). The ceiling does ``E`` per step
+with no transport, so the expected ratio to it is ``E / (E + T(C))``. Two caveats, both stated
+with the table: the additive model is conservative (in a real step the trainer handles the first
+replies while later workers still emulate); and where the machine has fewer cores than workers
+and the trainer, ``T(W)`` includes them sharing the cores, so ``b`` fitted over every count
+overstates what a machine with a core per worker pays: there the line is fitted a second time
+over the counts that leave a core per worker and one for the trainer (when there are two or
+more). ``C`` above the largest count a line was fitted on is extrapolated.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from fastatari.bench.harness import (
     markdown_table,
     measure,
 )
-from fastatari.bench.vector import LoadWatch, open_fastatari
+from fastatari.bench.vector import OTHER_LOAD_WARNING, LoadWatch, open_fastatari
 from fastatari.vector.placement import usable_cores
 
 __all__ = ["TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",
@@ -73,7 +74,7 @@ class TransportResult:
 
 @dataclass
 class TransportFit:
-    """T(W) = a + b·W, least squares over the medians at ``workers``, and the model's ratios."""
+    """T(W) = a + b·W fitted to the medians at ``workers``, and the model's ratios."""
 
     over: str  # which worker counts, in words
     workers: list[int]
@@ -201,7 +202,9 @@ def transport_report(config: BenchConfig, seconds: dict[str, list[float]],
 
 
 def fit_line(over: str, medians: dict[int, float], big_e: float) -> TransportFit:
-    slope, intercept = np.polyfit(list(medians), list(medians.values()), 1)
+    workers, us = np.array(list(medians), float), np.array(list(medians.values()))
+    # relative residuals: T spans two orders of magnitude, and the small counts matter as much
+    slope, intercept = np.polyfit(workers, us, 1, w=1.0 / us)
     predicted = {c: big_e / (big_e + max(0.0, float(intercept + slope * c)))
                  for c in MODEL_CORES}
     return TransportFit(over, list(medians), float(intercept), float(slope), predicted)
@@ -230,6 +233,8 @@ def markdown_transport(report: TransportReport) -> str:
               "the trainer sharing them, so the fit over all counts overstates what a machine "
               "with a core per worker pays." if oversubscribed else "")
     load = report.load.get("other_cores", float("nan"))
+    warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
+               if load > OTHER_LOAD_WARNING else "")
     return "\n\n".join([
         "### Transport (workers that do not emulate)",
         f"Sync `step` of {k} envs per worker, {report.steps_per_round:,} steps per round; the "
@@ -244,6 +249,7 @@ def markdown_transport(report: TransportReport) -> str:
         "costs E, so the expected ratio to it is E / (E + T(C)), T fitted as a + b·W. "
         "Conservative: a real step handles the first replies while later workers still "
         "emulate." + caveat + "\n\n" + "\n".join(lines),
-        f"Other load during the section: {load:.2f} cores; worker restarts: "
+        f"{warning}Other load: processes outside the harness took {load:.2f} cores on "
+        f"average during the section; worker restarts: "
         f"{report.worker_restarts}.",
     ])
