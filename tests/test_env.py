@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 
@@ -261,15 +262,16 @@ def test_construction_errors():
     env.close()
 
 
-def test_worker_imports_only_what_it_runs():
+def test_worker_imports_only_what_it_runs(tmp_path):
     """A worker process imports fastatari's game layer, numpy and ale_py, never the trainer's
     side (the env front ends, the vector env, OpenCV). Checked in a fresh interpreter, so it can
     fail. (ale_py itself imports gymnasium, its vector env and wrappers, to register its own
     envs: that is ale_py's cost, paid once per worker.)"""
     code = ("import sys; import fastatari.vector.worker; "
             "print(' '.join(sorted(m for m in sys.modules)))")
+    # run outside the checkout, so the interpreter imports the same fastatari the tests do
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True).stdout.split()
+                            check=True, cwd=tmp_path, env=_same_fastatari()).stdout.split()
     for module in ("fastatari.env", "fastatari.vector.env", "fastatari.vector.pool",
                    "fastatari.envpool", "fastatari.sb3", "fastatari.bench", "fastatari.episodes",
                    "cv2", "torch"):
@@ -278,11 +280,15 @@ def test_worker_imports_only_what_it_runs():
         assert module in loaded
 
 
-def test_package_names_load_on_first_use():
+def _same_fastatari() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+
+def test_package_names_load_on_first_use(tmp_path):
     code = ("import sys, fastatari; before = 'fastatari.vector.env' in sys.modules; "
             "fastatari.AtariVectorEnv; print(before, 'fastatari.vector.env' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+                         check=True, cwd=tmp_path, env=_same_fastatari()).stdout.split()
     assert out == ["False", "True"]
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         fastatari.nope  # noqa: B018

@@ -74,11 +74,12 @@ def test_workers_never_import_the_trainers_modules(tmp_path):
     assert (tmp_path / "heavy-imports.txt").read_text().splitlines() == [trainer]
 
 
-def test_python_dash_c_works():
+def test_python_dash_c_works(tmp_path):
     code = ("import numpy as np, fastatari; e = fastatari.make_vec('breakout', 2, num_workers=2);"
             " e.reset(seed=0); e.step(np.zeros(2, np.int64)); e.close(); print('OK')")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "OK"
 
