@@ -1,6 +1,6 @@
 """Episode statistics for training logs: game returns and lengths, to TensorBoard or CSV.
 
-:class:`EpisodeRecorder` wraps a fastatari vector env and reads ``info["episode"]``, which
+:class:`EpisodeRecorder` wraps a fastatari vector env and reads ``info["game"]``, which
 fastatari fills when a *game* ends: its raw return and length stay correct with
 ``clip_rewards``, ``episodic_life`` and truncation, which wrappers that sum the step rewards
 get wrong. Every ``log_every`` agent steps it writes a few scalars.
@@ -15,6 +15,8 @@ from typing import Any, Deque, Dict, Optional
 
 import gymnasium
 import numpy as np
+
+from fastatari.schema import GAME_KEY
 
 __all__ = ["EpisodeRecorder"]
 
@@ -88,7 +90,8 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
     Parameters
     ----------
     envs : gymnasium.vector.VectorEnv
-        A fastatari vector env (any env that puts gymnasium's ``info["episode"]`` with its
+        A fastatari vector env (any env that puts ``info["game"]``, in the layout of gymnasium's
+        ``info["episode"]``, with its
         ``_episode`` mask; ``recv`` results need ``info["env_id"]``).
     log_dir : str or os.PathLike
         Created if missing.
@@ -152,10 +155,10 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
     def _record(self, env_ids: np.ndarray, info: Dict[str, Any]) -> None:
         before = self.global_step
         self.global_step += env_ids.size
-        episode = info.get("episode")
-        if episode is not None:
-            for j in np.flatnonzero(info["_episode"]):
-                r, length = float(episode["r"][j]), int(episode["l"][j])
+        game = info.get(GAME_KEY)
+        if game is not None:
+            for j in np.flatnonzero(info["_" + GAME_KEY]):
+                r, length = float(game["r"][j]), int(game["l"][j])
                 self.env_returns[env_ids[j]] = r
                 self.returns.append(r)
                 self.lengths.append(length)

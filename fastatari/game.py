@@ -27,6 +27,7 @@ from fastatari import kernels
 from fastatari.games import resolve_game
 from fastatari.options import AtariOptions
 from fastatari.palette import Palette, palette_for
+from fastatari.schema import GAME_KEY
 
 __all__ = ["AtariGame", "FramePipeline", "action_index", "action_names", "make_np_random"]
 
@@ -97,10 +98,12 @@ class FramePipeline:
     channels_last : bool
     pooling : bool
         Max-pool the last two frames of a step (``maxpool and frame_skip > 1``).
+    zero_padding : bool
+        At a reset, zero the older stack slots instead of repeating the reset frame.
     """
 
     def __init__(self, ale, palette: Palette, grayscale: bool, stack: np.ndarray,
-                 channels_last: bool, pooling: bool) -> None:
+                 channels_last: bool, pooling: bool, zero_padding: bool = False) -> None:
         h, w = ale.getScreenDims()
         self.ale = ale
         self.palette = palette
@@ -108,6 +111,7 @@ class FramePipeline:
         self.lut = palette.table(grayscale)
         self.channels_last = channels_last
         self.pooling = pooling
+        self.zero_padding = zero_padding
         self.channels = 1 if grayscale else 3
         # (prev, last) define the current pooled frame; (next_prev, next_last) receive grabs.
         self.prev = np.zeros((h, w), np.uint8)
@@ -192,7 +196,8 @@ class FramePipeline:
                              channels_last=self.channels_last)
 
     def push_reset(self) -> None:
-        """Grab the current screen and fill every stack slot with it (gymnasium's reset)."""
+        """Grab the current screen into the newest stack slot and fill the others with it
+        (gymnasium's default padding) or with zeros (``zero_padding``)."""
         self.ale.getScreen(self.last)
         self.palette.learn(self.ale, self.last)
         np.copyto(self.prev, self.last)
@@ -201,9 +206,9 @@ class FramePipeline:
                              channels_last=self.channels_last)
         frames = self._frames
         if self.channels_last:
-            frames[:, :, :-1] = frames[:, :, -1:]
+            frames[:, :, :-1] = 0 if self.zero_padding else frames[:, :, -1:]
         else:
-            frames[:-1] = frames[-1]
+            frames[:-1] = 0 if self.zero_padding else frames[-1]
 
     def _repeat_newest(self) -> None:
         frames = self._frames
@@ -248,7 +253,7 @@ class AtariGame:
       resets fully.
     * ``clip_rewards`` (extra): the reward is ``sign(raw)``; ``info["raw_reward"]`` is the raw one.
     * Episode statistics (extra): when a step ends the episode and the next ``reset()`` will
-      start a new game, ``info["episode"] = {"r": raw return, "l": agent steps, "t": seconds}``
+      start a new game, ``info["game"] = {"r": raw return, "l": agent steps, "t": seconds}``
       covering that game since its reset.
     """
 
@@ -306,7 +311,8 @@ class AtariGame:
         self.stack = stack
         self.palette = palette_for(self.rom)
         self.frames = FramePipeline(ale, self.palette, options.grayscale_obs, stack,
-                                    options.channels_last, options.pooling)
+                                    options.channels_last, options.pooling,
+                                    zero_padding=options.padding_type == "zero")
 
         self._skip = options.frame_skip
         self._action = self.action_set[0]  # the current step's (see _frame)
@@ -423,7 +429,7 @@ class AtariGame:
         info : dict
             The keys of :func:`fastatari.schema.info_fields` (``lives``,
             ``episode_frame_number``, ``frame_number``; ``raw_reward`` with ``clip_rewards``;
-            ``game_over`` with ``episodic_life``), and ``episode`` at the end of a game.
+            ``game_over`` with ``episodic_life``), and ``game`` at the end of a game.
         """
         if self._closed:
             self._check_open()
@@ -454,7 +460,7 @@ class AtariGame:
         if life_lost and (opts.terminal_on_life_loss or opts.episodic_life):
             terminated = True
         if (terminated or truncated) and not self._continue_game:
-            info["episode"] = {"r": float(self._return), "l": self._length,
+            info[GAME_KEY] = {"r": float(self._return), "l": self._length,
                                "t": round(time.perf_counter() - self._t0, 6)}
         return reward, terminated, truncated, info
 

@@ -61,6 +61,10 @@ class AtariOptions:
         game. Exclusive with ``terminal_on_life_loss``.
     mode, difficulty : int or None, default None
         ALE game mode and difficulty; None keeps the ROM's default.
+    padding_type : {"reset", "zero"}, default "reset"
+        What fills the older stack slots at a reset, as gymnasium's ``FrameStackObservation``:
+        the reset frame repeated (its default), or zeros (ale-py's vector env and SB3's
+        ``VecFrameStack``).
     """
 
     frame_skip: int = 4
@@ -79,6 +83,7 @@ class AtariOptions:
     episodic_life: bool = False
     mode: Optional[int] = None
     difficulty: Optional[int] = None
+    padding_type: str = "reset"
 
     def __post_init__(self) -> None:
         check_int("frame_skip", self.frame_skip, 1)
@@ -103,6 +108,8 @@ class AtariOptions:
             value = getattr(self, name)
             if value is not None and (not is_int(value) or value < 0):
                 raise ValueError(f"{name} must be None or an int >= 0, got {value!r}")
+        if self.padding_type not in ("reset", "zero"):
+            raise ValueError(f"padding_type must be 'reset' or 'zero', got {self.padding_type!r}")
         if self.episodic_life and self.terminal_on_life_loss:
             raise ValueError("episodic_life and terminal_on_life_loss are mutually exclusive: "
                              "both end the episode on a life loss, but only terminal_on_life_loss "

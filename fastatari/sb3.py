@@ -48,7 +48,7 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 
 from gymnasium.vector import AutoresetMode
 
-from fastatari.schema import INFO_FIELDS, STATE_FIELDS
+from fastatari.schema import GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import AtariVectorEnv
 
 __all__ = ["SB3AtariVecEnv", "make_vec_env"]
@@ -185,7 +185,7 @@ class SB3AtariVecEnv(VecEnv):
                 # reset_infos[i] the new episode (its lives and frame counters).
                 self.reset_infos[i] = {key: step_info.pop(key) for key in _RESET_KEYS
                                        if key in step_info}
-                step_info["lives"] = info["final_info"][i]["lives"]
+                step_info["lives"] = int(info["final_info"]["lives"][i])
                 step_info["terminal_observation"] = info["final_obs"][i]
         return obs, reward.astype(np.float32), dones, infos
 
@@ -199,11 +199,11 @@ class SB3AtariVecEnv(VecEnv):
             for i in range(self.num_envs):
                 if present[i]:
                     infos[i][key] = values[i]
-        if "episode" in info:
-            episode = info["episode"]
+        if GAME_KEY in info:
+            game = info[GAME_KEY]
             t = round(time.perf_counter() - self._t_start, 6)  # Monitor's t: since creation
-            for i in np.flatnonzero(info["_episode"]):
-                infos[i]["episode"] = {"r": float(episode["r"][i]), "l": int(episode["l"][i]),
+            for i in np.flatnonzero(info["_" + GAME_KEY]):
+                infos[i]["episode"] = {"r": float(game["r"][i]), "l": int(game["l"][i]),
                                        "t": t}
         return infos
 

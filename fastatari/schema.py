@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Tuple
 if TYPE_CHECKING:
     from fastatari.options import AtariOptions
 
-__all__ = ["EPISODE_FIELDS", "INFO_FIELDS", "STATE_FIELDS", "STEP_FIELDS", "Field", "When",
-           "info_fields"]
+__all__ = ["GAME_FIELDS", "GAME_KEY", "INFO_FIELDS", "STATE_FIELDS", "STEP_FIELDS", "Field",
+           "When", "info_fields"]
 
 
 class When(enum.Enum):
@@ -60,8 +60,14 @@ INFO_FIELDS: Tuple[Field, ...] = (
     Field("game_over", "bool", "the game itself ended (not only a life)", When.EPISODIC_LIFE),
 )
 
-#: ``info["episode"]`` when a game ends: gymnasium's ``RecordEpisodeStatistics`` keys.
-EPISODE_FIELDS: Tuple[Field, ...] = (
+#: The info key of a finished game's statistics. Not ``"episode"``: that key is gymnasium's
+#: ``RecordEpisodeStatistics``' (which refuses to run over an env that already sets it) and
+#: counts episodes as the env ends them; a game spans every life, also when life loss ends
+#: episodes (``episodic_life``, ``terminal_on_life_loss``).
+GAME_KEY = "game"
+
+#: ``info["game"]`` when a game ends, with RecordEpisodeStatistics' field names.
+GAME_FIELDS: Tuple[Field, ...] = (
     Field("r", "float64", "the game's raw return"),
     Field("l", "int64", "the game's length in agent steps"),
     Field("t", "float64", "seconds the game took"),

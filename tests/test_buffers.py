@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from _processes import linux_only
-from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS, STEP_FIELDS
+from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 from fastatari.vector.buffers import Layout, SharedBlock, SharedBuffers
 
 OBS_SHAPES = [(4, 84, 84), (84, 84, 4), (1, 7, 5), (4, 84, 84, 3), (210, 160, 12), (3,)]
@@ -57,10 +57,10 @@ def test_offsets_are_aligned_disjoint_and_in_bounds(num_envs, obs_shape):
 
 def test_layout_columns_cover_the_schema():
     names = set(Layout(2, (4, 84, 84)).offsets())
-    expected = {"obs", "final_obs", "action", "wake", "episode_done", "has_final"}
+    expected = {"obs", "final_obs", "action", "wake", "game_done", "has_final"}
     expected |= {f.name for f in STEP_FIELDS + INFO_FIELDS}
     expected |= {"final_" + f.name for f in INFO_FIELDS}
-    expected |= {"episode_" + f.name for f in EPISODE_FIELDS}
+    expected |= {"game_" + f.name for f in GAME_FIELDS}
     assert names == expected
 
 
@@ -79,13 +79,13 @@ def test_views_have_the_layout_dtypes_and_shapes(obs_shape):
         assert buf.obs.dtype == np.uint8 and buf.obs.shape == (n,) + obs_shape
         assert buf.final_obs.dtype == np.uint8 and buf.final_obs.shape == (n,) + obs_shape
         for view, dtype in [(buf.action, np.int64), (buf.wake, np.int64),
-                            (buf.episode_done, np.bool_), (buf.has_final, np.bool_)]:
+                            (buf.game_done, np.bool_), (buf.has_final, np.bool_)]:
             assert view.dtype == dtype and view.shape == (n,)
         for field in STEP_FIELDS:
             view = getattr(buf, field.name)
             assert view.dtype == np.dtype(field.dtype) and view.shape == (n,), field.name
         for table, fields in [(buf.info, INFO_FIELDS), (buf.final_info, INFO_FIELDS),
-                              (buf.episode, EPISODE_FIELDS)]:
+                              (buf.game, GAME_FIELDS)]:
             assert list(table) == [f.name for f in fields]
             for field in fields:
                 view = table[field.name]
@@ -109,7 +109,7 @@ def test_views_do_not_alias_each_other(buffers):
     assert not any(column.any() for column in buffers.info.values())
     buffers.info["lives"][:] = 5
     assert not buffers.final_info["lives"].any()
-    assert not buffers.episode["l"].any()
+    assert not buffers.game["l"].any()
 
 
 # -- sharing -------------------------------------------------------------------------------------
@@ -121,9 +121,9 @@ def test_two_mappings_of_one_descriptor_see_each_other(buffers):
         assert other.obs[2, 1, 3, 4] == 77
         assert other.info["lives"][4] == 3
         other.reward[0] = -1.5
-        other.episode["r"][1] = 12.0
+        other.game["r"][1] = 12.0
         assert buffers.reward[0] == -1.5
-        assert buffers.episode["r"][1] == 12.0
+        assert buffers.game["r"][1] == 12.0
     finally:
         other.close()
     assert buffers.reward[0] == -1.5  # the first mapping outlives the second

@@ -401,10 +401,10 @@ def test_episodic_life_parity_and_game_over_flag():
         assert info["game_over"] == ale.game_over()
         if f[2] and not info["game_over"]:
             seen["life_ends"] += 1
-            assert "episode" not in info
+            assert "game" not in info
         if info["game_over"]:
             seen["game_ends"] += 1
-            assert "episode" in info
+            assert "game" in info
 
     _drive(ref, env, 1500, seed=2, on_step=on_step)
     assert seen["life_ends"] >= 5 and seen["game_ends"] >= 1, seen
@@ -454,12 +454,12 @@ def test_episode_statistics(kwargs):
         game_restarts = (term or trunc) and (not kwargs.get("episodic_life")
                                              or env.ale.game_over())
         if game_restarts:
-            ep = info["episode"]
+            ep = info["game"]
             assert ep["r"] == ret and ep["l"] == length and ep["t"] > 0
             ret, length = 0.0, 0
             episodes += 1
         else:
-            assert "episode" not in info
+            assert "game" not in info
         if term or trunc:
             env.reset()
     assert episodes >= 2

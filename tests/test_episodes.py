@@ -28,10 +28,10 @@ def play(recorder, steps=160):
     recorder.reset(seed=0)
     for _ in range(steps):
         _, _, _, _, info = recorder.step(rng.integers(recorder.single_action_space.n, size=n))
-        if "episode" in info:
-            for i in np.flatnonzero(info["_episode"]):
-                returns.append(float(info["episode"]["r"][i]))
-                lengths.append(int(info["episode"]["l"][i]))
+        if "game" in info:
+            for i in np.flatnonzero(info["_game"]):
+                returns.append(float(info["game"]["r"][i]))
+                lengths.append(int(info["game"]["l"][i]))
                 latest[i] = returns[-1]
         global_step += n
         if global_step % LOG_EVERY < n and returns:  # crossed a multiple of LOG_EVERY
@@ -97,9 +97,9 @@ def test_send_recv_pass_through_and_record_by_env_id(tmp_path):
         for _ in range(150):
             _, _, _, _, info = recorder.recv()
             env_id = info["env_id"]
-            if "episode" in info:
+            if "game" in info:
                 ended.add(int(env_id[0]))
-                assert recorder.env_returns[env_id[0]] == info["episode"]["r"][0]
+                assert recorder.env_returns[env_id[0]] == info["game"]["r"][0]
             recorder.send(np.zeros(1, int), env_id)
         assert recorder.global_step == 150
         assert ended == {0, 1, 2}

@@ -106,7 +106,7 @@ def test_step_matches_the_vector_env_and_sb3_info_format(options):
                 assert np.array_equal(terminal, r_info["final_obs"][i])
                 # obs[i] starts the next episode (a continued game can repeat the screen)
                 differs += not np.array_equal(terminal, obs[i])
-                assert info["lives"] == r_info["final_info"][i]["lives"]
+                assert info["lives"] == r_info["final_info"]["lives"][i]
                 assert venv.reset_infos[i]["lives"] == r_info["lives"][i]
                 game_over = r_info["game_over"][i] if options else True
                 assert ("episode" in info) == bool(game_over)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fastatari.options import AtariOptions
-from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS, STEP_FIELDS, When, info_fields
+from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS, When, info_fields
 from fastatari.vector.buffers import Layout
 
 ALWAYS = ("lives", "episode_frame_number", "frame_number")
@@ -24,16 +24,16 @@ def expected_keys(clip_rewards: bool, episodic_life: bool) -> tuple:
 def test_field_names_are_unique_within_and_across_tables():
     names = [f.name for f in STEP_FIELDS + INFO_FIELDS]
     assert len(names) == len(set(names))
-    assert len({f.name for f in EPISODE_FIELDS}) == len(EPISODE_FIELDS)
+    assert len({f.name for f in GAME_FIELDS}) == len(GAME_FIELDS)
 
 
 def test_every_dtype_is_a_numpy_dtype():
-    for field in STEP_FIELDS + INFO_FIELDS + EPISODE_FIELDS:
+    for field in STEP_FIELDS + INFO_FIELDS + GAME_FIELDS:
         assert np.dtype(field.dtype).name == field.dtype
 
 
 def test_episode_fields_are_record_episode_statistics_keys():
-    assert [f.name for f in EPISODE_FIELDS] == ["r", "l", "t"]
+    assert [f.name for f in GAME_FIELDS] == ["r", "l", "t"]
 
 
 @pytest.mark.parametrize("clip_rewards, episodic_life", FLAGS)
@@ -65,7 +65,7 @@ def test_every_field_has_a_column_of_its_dtype(obs_shape):
     offsets = Layout(num_envs, obs_shape).offsets()
     columns = [(f.name, f) for f in STEP_FIELDS + INFO_FIELDS]
     columns += [("final_" + f.name, f) for f in INFO_FIELDS]
-    columns += [("episode_" + f.name, f) for f in EPISODE_FIELDS]
+    columns += [("game_" + f.name, f) for f in GAME_FIELDS]
     for name, field in columns:
         assert name in offsets, name
         _, dtype, shape = offsets[name]
@@ -89,10 +89,10 @@ def test_atari_env_step_info_keys_are_the_schema_info_fields(clip_rewards, episo
         ended = False
         for step in range(200):
             _, reward, terminated, truncated, info = env.step(step % env.action_space.n)
-            game_ended = "episode" in info
-            assert set(info) == keys | ({"episode"} if game_ended else set()), step
+            game_ended = "game" in info
+            assert set(info) == keys | ({"game"} if game_ended else set()), step
             if game_ended:
-                assert set(info["episode"]) == {f.name for f in EPISODE_FIELDS}
+                assert set(info["game"]) == {f.name for f in GAME_FIELDS}
                 assert terminated or truncated
             if clip_rewards:
                 assert reward == np.sign(info["raw_reward"])

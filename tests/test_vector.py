@@ -168,6 +168,15 @@ def test_same_step_autoreset_matches_gymnasium():
                 for i in np.flatnonzero(r_info["_final_obs"]):
                     assert np.array_equal(info["final_obs"][i], r_info["final_obs"][i])
                     finals += 1
+                # gymnasium 1.x batches final_info like info: arrays with `_key` masks
+                ours_final, ref_final = info["final_info"], r_info["final_info"]
+                assert np.array_equal(info["_final_info"], r_info["_final_info"])
+                for key in ("lives", "episode_frame_number", "frame_number"):
+                    assert np.array_equal(ours_final[key], ref_final[key]), key
+                    assert ours_final[key].dtype == ref_final[key].dtype, key
+                    assert np.array_equal(ours_final["_" + key], ref_final["_" + key]), key
+            else:
+                assert "final_obs" not in info and "final_info" not in info
         assert finals >= 2
         ref.close()
 
@@ -183,10 +192,10 @@ def test_episode_statistics():
             _, rew, term, trunc, info = envs.step(np.ones(2, np.int64))
             returns += rew
             lengths += 1
-            if "episode" in info:
-                for i in np.flatnonzero(info["_episode"]):
-                    assert info["episode"]["r"][i] == returns[i]
-                    assert info["episode"]["l"][i] == lengths[i]
+            if "game" in info:
+                for i in np.flatnonzero(info["_game"]):
+                    assert info["game"]["r"][i] == returns[i]
+                    assert info["game"]["l"][i] == lengths[i]
                     seen += 1
             done = term | trunc
             # next_step: the following step is the reset step, which counts in no episode

@@ -442,7 +442,7 @@ def test_recorder_every_kth_episode(tmp_path):
     while len(lengths) < 4:  # episodes are truncated at 400 frames, so ~100 steps each
         _, _, terminated, truncated, info = recorder.step(rng.integers(0, 4, 2))
         if terminated[1] or truncated[1]:
-            lengths.append(int(info["episode"]["l"][1]))
+            lengths.append(int(info["game"]["l"][1]))
             assert not recorder.recording
     recorder.step(rng.integers(0, 4, 2))  # env 1's autoreset: episode 4 starts, recorded
     assert recorder.recording
@@ -470,7 +470,7 @@ def test_recorder_same_step_autoreset(tmp_path):
         while len(lengths) < 2:
             _, _, terminated, truncated, info = recorder.step(rng.integers(0, 4, 1))
             if terminated[0] or truncated[0]:
-                lengths.append(info["final_info"][0]["episode"]["l"])
+                lengths.append(int(info["final_info"]["game"]["l"][0]))
         recorder.close()
     # the reset screen and every step's but the last: that step's screen is the next episode's
     for episode, length in enumerate(lengths):

@@ -19,7 +19,7 @@ from typing import Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS, STEP_FIELDS
+from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 
 __all__ = ["Layout", "SharedBlock", "SharedBuffers"]
 
@@ -32,7 +32,7 @@ def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
         "final_obs": ("uint8", obs_shape),  # same-step autoreset: the ended episode's last obs
         "action": ("int64", ()),
         "wake": ("int64", ()),  # at each worker's first env: bumped by the trainer per command
-        "episode_done": ("bool", ()),  # this step ended a game: episode_* hold its statistics
+        "game_done": ("bool", ()),  # this step ended a game: game_* hold its statistics
         "has_final": ("bool", ()),  # final_* hold the ended episode's last step
     }
     for field in STEP_FIELDS:
@@ -40,8 +40,8 @@ def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
     for field in INFO_FIELDS:
         columns[field.name] = (field.dtype, ())
         columns["final_" + field.name] = (field.dtype, ())
-    for field in EPISODE_FIELDS:
-        columns["episode_" + field.name] = (field.dtype, ())
+    for field in GAME_FIELDS:
+        columns["game_" + field.name] = (field.dtype, ())
     return columns
 
 
@@ -119,8 +119,8 @@ class SharedBuffers:
     """Typed numpy views over a :class:`SharedBlock`, one per column of the :class:`Layout`.
 
     Info columns are in :attr:`info` (and, for same-step autoreset, :attr:`final_info`) by
-    :data:`fastatari.schema.INFO_FIELDS` name; episode statistics in :attr:`episode` by
-    :data:`fastatari.schema.EPISODE_FIELDS` name.
+    :data:`fastatari.schema.INFO_FIELDS` name; episode statistics by
+    :data:`fastatari.schema.GAME_FIELDS` name (in :attr:`game`).
     """
 
     obs: np.ndarray
@@ -130,11 +130,11 @@ class SharedBuffers:
     reward: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
-    episode_done: np.ndarray
+    game_done: np.ndarray
     has_final: np.ndarray
     info: Dict[str, np.ndarray]
     final_info: Dict[str, np.ndarray]
-    episode: Dict[str, np.ndarray]
+    game: Dict[str, np.ndarray]
 
     def __init__(self, layout: Layout, handle: Optional[Handle] = None) -> None:
         self.layout = layout
@@ -151,11 +151,11 @@ class SharedBuffers:
         self.reward = views["reward"]
         self.terminated = views["terminated"]
         self.truncated = views["truncated"]
-        self.episode_done = views["episode_done"]
+        self.game_done = views["game_done"]
         self.has_final = views["has_final"]
         self.info = {f.name: views[f.name] for f in INFO_FIELDS}
         self.final_info = {f.name: views["final_" + f.name] for f in INFO_FIELDS}
-        self.episode = {f.name: views["episode_" + f.name] for f in EPISODE_FIELDS}
+        self.game = {f.name: views["game_" + f.name] for f in GAME_FIELDS}
         self._open = True
 
     @property
@@ -170,7 +170,7 @@ class SharedBuffers:
             return
         self._open = False
         for name in ("obs", "final_obs", "action", "wake", "reward", "terminated", "truncated",
-                     "episode_done", "has_final", "info", "final_info", "episode"):
+                     "game_done", "has_final", "info", "final_info", "game"):
             delattr(self, name)
         try:
             self.block.close()

@@ -29,7 +29,7 @@ from fastatari import validate
 from fastatari.game import AtariGame
 from fastatari.games import resolve_game
 from fastatari.options import AtariOptions
-from fastatari.schema import EPISODE_FIELDS, info_fields
+from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector.buffers import Layout, SharedBuffers
 from fastatari.vector.placement import resolve_cpus, usable_cores
 from fastatari.vector.pool import WorkerError, WorkerPool, raise_errors
@@ -56,13 +56,9 @@ class _Phase(enum.IntEnum):
     ANSWERED = 2  # answered, waiting for recv()
 
 
-_AUTORESET_MODES = {
-    "next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
-    AutoresetMode.NEXT_STEP.value: AutoresetMode.NEXT_STEP,
-    AutoresetMode.SAME_STEP.value: AutoresetMode.SAME_STEP,
-    AutoresetMode.NEXT_STEP: AutoresetMode.NEXT_STEP,
-    AutoresetMode.SAME_STEP: AutoresetMode.SAME_STEP,
-}
+# gymnasium's enum, its values ("NextStep", ...) and fastatari's snake-case names
+_AUTORESET_MODES = {key: mode for mode in AutoresetMode
+                    for key in (mode, mode.value, mode.name.lower())}
 
 
 class AtariVectorEnv(gymnasium.vector.VectorEnv):
@@ -84,11 +80,14 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         Envs :meth:`recv` returns in async mode (default ``num_envs``). Below ``num_envs``,
         workers report every ``ceil(batch_size / num_workers)`` envs, so a batch fills from
         all workers at once rather than from the first to finish its whole block.
-    autoreset_mode : {"next_step", "same_step"} or gymnasium.vector.AutoresetMode
+    autoreset_mode : {"next_step", "same_step", "disabled"} or gymnasium.vector.AutoresetMode
         ``"next_step"`` (gymnasium's default): the step after an episode ends resets that env
         and ignores its action. ``"same_step"``: the env resets in the step that ends the
-        episode; ``info["final_obs"]`` and ``info["final_info"]`` hold the ended episode's last
-        observation and info. The enum's values (``"NextStep"``, ``"SameStep"``) work too.
+        episode; ``info["final_obs"]`` (an object array) and ``info["final_info"]`` (a batched
+        info dict, as gymnasium's) hold the ended episode's last observation and info.
+        ``"disabled"``: no autoreset; reset ended envs with ``reset(options={"reset_mask": m})``
+        (stepping one first raises ``ResetNeeded``). The enum's values (``"NextStep"``, ...)
+        work too.
     copy : bool
         Return copies (default) or, for :meth:`step` and :meth:`reset`, views into shared
         memory that the next call overwrites.
@@ -134,8 +133,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             "batch_size", num_envs if batch_size is None else batch_size, 1, num_envs)
         mode = _AUTORESET_MODES.get(autoreset_mode)  # type: ignore[call-overload]
         if mode is None:
-            raise ValueError(f"autoreset_mode must be 'next_step' or 'same_step' (or gymnasium's "
-                             f"AutoresetMode), got {autoreset_mode!r}")
+            raise ValueError(f"autoreset_mode must be 'next_step', 'same_step' or 'disabled' (or "
+                             f"gymnasium's AutoresetMode), got {autoreset_mode!r}")
         self.copy = validate.check_bool("copy", copy)
         self.timeout = validate.check_timeout("timeout", timeout)
         limit = validate.check_int("max_crashes_without_progress", max_crashes_without_progress, 1)
@@ -151,6 +150,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self.render_mode = render_mode
         self.metadata = dict(self.metadata, autoreset_mode=mode)
         self._same_step = mode == AutoresetMode.SAME_STEP
+        self._next_step = mode == AutoresetMode.NEXT_STEP
         self._info_fields = info_fields(self.options)
 
         # contiguous blocks of envs per worker, as even as possible
@@ -162,7 +162,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
         self._phase = np.zeros(num_envs, np.uint8)
         self._answered: Deque[int] = collections.deque()  # answered envs, in answer order
-        self._autoreset = np.zeros(num_envs, bool)  # next_step: the next step resets this env
+        self._ended = np.zeros(num_envs, bool)  # its last result ended an episode (not same-step)
         self._restarted = np.zeros(num_envs, bool)  # reported once, on the next result
         self._seeds: List[Optional[int]] = [None] * num_envs
         self._all_ids = np.arange(num_envs)
@@ -171,7 +171,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         buffers = SharedBuffers(layout)
         self._buf = buffers
         template = WorkerConfig(index=-1, env_ids=(), rom=self.rom, options=self.options,
-                                layout=layout, same_step=self._same_step, resets=(),
+                                layout=layout, same_step=self._same_step,
+                                prereset=self._next_step, resets=(),
                                 block=buffers.handle)
         self._pool = WorkerPool(template, buffers, blocks, self._restart_resets, self.timeout,
                                 limit, max_restarts, cpu_of_worker)
@@ -224,7 +225,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if reply.kind is ReplyKind.RESTARTED:
             block = self._pool.blocks[k]
             self._restarted[block] = True
-            self._autoreset[block] = False
+            self._ended[block] = False
         if envs is None or not envs.size:
             return
         if reply.kind is ReplyKind.ERROR:  # no result for these: idle again
@@ -304,7 +305,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             replies = self._collect(list(commands))
             commands = {k: commands[k] for k, r in replies.items()
                         if r.kind is ReplyKind.RESTARTED}
-        self._autoreset[ids] = False
+        self._ended[ids] = False
         self._restarted[ids] = False
         self._state = _State.IDLE
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
@@ -317,8 +318,9 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._check_not_async("step")
         self._check_was_reset("step")
         actions = self._check_actions(actions, self.num_envs)
+        self._check_not_ended(self._all_ids)
         self._buf.action[:] = actions
-        if not (self._autoreset.any() or self._restarted.any()):
+        if not (self._ended.any() or self._restarted.any()):
             self._pool.step_all()  # the common step: one fixed command per worker
             workers = list(range(self.num_workers))
             self._phase[:] = _Phase.IN_FLIGHT
@@ -346,6 +348,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
             raise AlreadyPendingCallError(
                 f"env {int(ids[np.flatnonzero(busy)[0]])} already has a step in flight: "
                 f"recv() it first", "send")
+        self._check_not_ended(ids)
         self._buf.action[ids] = actions
         self._dispatch(ids, self._chunk)
         self._state = _State.ASYNC
@@ -381,7 +384,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if not ids.size:
             return []
         ops = np.zeros(self.num_envs, np.uint8)
-        ops[ids] = np.where(self._autoreset[ids], Op.RESET, Op.STEP)
+        ops[ids] = np.where(self._ended[ids], Op.RESET, Op.STEP)
         return self._pool.step(ops, ids, chunk)
 
     # -- results -------------------------------------------------------------------------------
@@ -397,54 +400,66 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         if whole:  # views of the whole columns would change under the caller at the next step
             reward, terminated, truncated = reward.copy(), terminated.copy(), truncated.copy()
         if not self._same_step:
-            self._autoreset[sel] = terminated | truncated
+            self._ended[sel] = terminated | truncated
         info = self._info(sel, np.ones(reward.size, bool))
         return obs, reward, terminated, truncated, info
 
     def _info(self, sel: Any, mask: np.ndarray) -> Dict[str, Any]:
-        """gymnasium's vector info: arrays over the envs ``sel`` (a slice or ids), with ``_key``
-        masks saying which of them the info is for."""
+        """gymnasium's vector info over the envs ``sel`` (a slice or ids): arrays with ``_key``
+        masks saying which envs each entry is for (zeros elsewhere, as gymnasium's)."""
         buf = self._buf
-        info: Dict[str, Any] = {}
-
-        def put(key: str, values: np.ndarray, present: np.ndarray) -> None:
-            info[key] = values
-            info["_" + key] = present
-
-        for field in self._info_fields:
-            put(field.name, buf.info[field.name][sel].copy(), mask.copy())
-        ended = buf.episode_done[sel] & mask
-        if ended.any():
-            episode: Dict[str, np.ndarray] = {}
-            for field in EPISODE_FIELDS:
-                episode[field.name] = np.where(ended, buf.episode[field.name][sel], 0)
-                episode["_" + field.name] = ended
-            put("episode", episode, ended)  # type: ignore[arg-type]
+        info = self._batched(buf.info, sel, mask)
         full = self._all_ids[sel]  # the env ids, for the rare per-env entries below
         restarted = self._restarted[full] & mask
         if restarted.any():
-            put("worker_restarted", restarted, restarted.copy())
+            info["worker_restarted"], info["_worker_restarted"] = restarted, restarted.copy()
             self._restarted[full[restarted]] = False
         if self._same_step:
             has_final = buf.has_final[full] & mask
             if has_final.any():
                 final_obs = np.empty(full.size, object)
-                final_info = np.empty(full.size, object)
                 for j in np.flatnonzero(has_final):
                     final_obs[j] = buf.final_obs[full[j]].copy()
-                    final_info[j] = self._final_info(int(full[j]), bool(ended[j]))
-                put("final_obs", final_obs, has_final.copy())
-                put("final_info", final_info, has_final.copy())
+                info["final_obs"], info["_final_obs"] = final_obs, has_final
+                info["final_info"] = self._batched(buf.final_info, sel, has_final)
+                info["_final_info"] = has_final.copy()
         return info
 
-    def _final_info(self, i: int, ended: bool) -> Dict[str, Any]:
-        """The info of env ``i``'s last step before a same-step reset."""
+    def _batched(self, columns: Dict[str, np.ndarray], sel: Any,
+                 mask: np.ndarray) -> Dict[str, Any]:
+        """The info fields of ``columns`` (live or final) and, where a game ended, its
+        statistics under :data:`~fastatari.schema.GAME_KEY`."""
         buf = self._buf
-        info: Dict[str, Any] = {f.name: buf.final_info[f.name][i].item()
-                                for f in self._info_fields}
-        if ended:
-            info["episode"] = {f.name: buf.episode[f.name][i].item() for f in EPISODE_FIELDS}
+        info: Dict[str, Any] = {}
+        for field in self._info_fields:
+            values = columns[field.name][sel]
+            info[field.name] = np.where(mask, values, np.zeros((), values.dtype))
+            info["_" + field.name] = mask.copy()
+        ended = buf.game_done[sel] & mask
+        if ended.any():
+            game: Dict[str, np.ndarray] = {}
+            for field in GAME_FIELDS:
+                values = buf.game[field.name][sel]
+                game[field.name] = np.where(ended, values, np.zeros((), values.dtype))
+                game["_" + field.name] = ended
+            info[GAME_KEY], info["_" + GAME_KEY] = game, ended
         return info
+
+    @property
+    def np_random_seed(self) -> Tuple[int, ...]:
+        """Each env's last reset seed (-1 for an env never reset with a seed), as gymnasium's
+        vector envs report them."""
+        return tuple(-1 if s is None else s for s in self._seeds)
+
+    def _check_not_ended(self, ids: np.ndarray) -> None:
+        """With autoreset disabled, an env whose episode ended must be reset first."""
+        if self._next_step:
+            return
+        ended = ids[self._ended[ids]]
+        if ended.size:
+            raise ResetNeeded(f"env {int(ended[0])} ended its episode and autoreset_mode is "
+                              f"DISABLED: reset it first (reset(options={{'reset_mask': "
+                              f"mask}}))")
 
     # -- render, close -------------------------------------------------------------------------
     def render(self, env_ids: Any = None) -> Optional[np.ndarray]:

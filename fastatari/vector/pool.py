@@ -130,7 +130,8 @@ class WorkerPool:
         config = WorkerConfig(
             index=k, env_ids=tuple(self.blocks[k].tolist()), rom=self._config.rom,
             options=self._config.options, layout=self._config.layout,
-            same_step=self._config.same_step, resets=tuple(resets), restarted=restarted,
+            same_step=self._config.same_step, prereset=self._config.prereset,
+            resets=tuple(resets), restarted=restarted,
             cpu=cpu, block=self._buf.handle)
         try:
             worker.conn.send(config)

@@ -89,6 +89,7 @@ class WorkerConfig:
     layout: Layout
     same_step: bool
     resets: Tuple[ResetRequest, ...]  # run before READY
+    prereset: bool = False  # next-step autoreset: reset ended envs right after answering
     restarted: bool = False  # the resets replace games lost with a dead worker
     cpu: Optional[int] = None  # pin the process to this CPU before touching memory
     block: Optional[Handle] = field(default=None)  # the shared block, where not inherited

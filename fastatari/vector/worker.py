@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from fastatari.game import AtariGame
-from fastatari.schema import EPISODE_FIELDS, INFO_FIELDS, STATE_FIELDS
+from fastatari.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import protocol
 from fastatari.vector._wait import wait_change
 from fastatari.vector.buffers import SharedBuffers
@@ -44,12 +44,13 @@ class Worker:
         self.rom = config.rom
         self.options = config.options
         self.same_step = config.same_step
+        self.prereset = config.prereset
         self.first = config.env_ids[0]  # the block is contiguous
         self._info_columns = [(f.name, buffers.info[f.name]) for f in INFO_FIELDS]
         self._state_columns = [(f.name, buffers.info[f.name]) for f in STATE_FIELDS]
         self._final_columns = [(buffers.info[f.name], buffers.final_info[f.name])
                                for f in INFO_FIELDS]
-        self._episode_columns = [(f.name, buffers.episode[f.name]) for f in EPISODE_FIELDS]
+        self._game_columns = [(f.name, buffers.game[f.name]) for f in GAME_FIELDS]
         # Games are built at their first reset, with its seed: loading a ROM costs 0.1-0.3 s and
         # a seeded reset of an already built game would load it again.
         self.games: Dict[int, AtariGame] = {}
@@ -77,11 +78,11 @@ class Worker:
         b.truncated[i] = truncated
         for name, column in self._info_columns:
             column[i] = info.get(name, 0)
-        episode = info.get("episode")
-        b.episode_done[i] = episode is not None
-        if episode is not None:
-            for name, column in self._episode_columns:
-                column[i] = episode[name]
+        game = info.get(GAME_KEY)
+        b.game_done[i] = game is not None
+        if game is not None:
+            for name, column in self._game_columns:
+                column[i] = game[name]
 
     def reset(self, requests: Sequence[ResetRequest], restarted: bool = False) -> None:
         """Reset envs. ``restarted``: their games died with the previous worker; report each
@@ -156,7 +157,7 @@ class Worker:
                 column[i] = reset_info[name]
         else:
             b.has_final[i] = False
-            if terminated or truncated:
+            if self.prereset and (terminated or truncated):
                 self._to_prereset.append(i)
 
     def render(self, env_ids: Sequence[int]) -> List[Any]:

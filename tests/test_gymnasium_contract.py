@@ -1,0 +1,143 @@
+"""make_vec against gymnasium's own vector envs and wrappers: what code written for gymnasium
+relies on (autoreset modes and their names, batched final_info, np_random_seed, the padding
+option, misuse errors, info dtypes, RecordEpisodeStatistics on top)."""
+from __future__ import annotations
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import ResetNeeded
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+from fastatari import make_vec
+
+gym.register_envs(ale_py)
+
+KW = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400)
+
+
+def reference(n: int, mode=AutoresetMode.NEXT_STEP, padding_type="reset", **kw):
+    def make():
+        base = gym.make("ALE/Breakout-v5", frameskip=1, repeat_action_probability=0.0,
+                        max_num_frames_per_episode=400)
+        return FrameStackObservation(AtariPreprocessing(base, **kw), 4,
+                                     padding_type=padding_type)
+
+    return SyncVectorEnv([make for _ in range(n)], autoreset_mode=mode)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, "NextStep", "next_step",
+                                  AutoresetMode.SAME_STEP, "SameStep", AutoresetMode.DISABLED,
+                                  "Disabled", "disabled"])
+def test_autoreset_mode_accepts_gymnasiums_enum_and_its_values(mode):
+    with make_vec("breakout", 1, **KW, autoreset_mode=mode) as envs:
+        assert envs.metadata["autoreset_mode"] == AutoresetMode(
+            mode if not isinstance(mode, str) or mode[0].isupper()
+            else {"next_step": "NextStep", "disabled": "Disabled"}[mode])
+
+
+def test_disabled_autoreset_matches_gymnasium_with_reset_masks():
+    n = 2
+    rng = np.random.default_rng(3)
+    with make_vec("breakout", n, num_workers=2, autoreset_mode="disabled", **KW) as ours:
+        ref = reference(n, AutoresetMode.DISABLED)
+        assert np.array_equal(ours.reset(seed=4)[0], ref.reset(seed=4)[0])
+        resets = 0
+        for t in range(260):
+            a = rng.integers(0, 4, n)
+            obs, rew, term, trunc, info = ours.step(a)
+            r_obs, r_rew, r_term, r_trunc, r_info = ref.step(a)
+            assert np.array_equal(obs, r_obs) and np.array_equal(rew, r_rew), t
+            assert np.array_equal(term, r_term) and np.array_equal(trunc, r_trunc), t
+            ended = term | trunc
+            if ended.any():
+                with pytest.raises(ResetNeeded, match="DISABLED"):
+                    ours.step(a)  # an ended env must be reset first: nothing changes
+                obs, _ = ours.reset(options={"reset_mask": ended})
+                r_obs, _ = ref.reset(options={"reset_mask": ended})
+                assert np.array_equal(obs, r_obs)
+                resets += 1
+        assert resets >= 2
+        ref.close()
+
+
+def test_np_random_seed_is_per_env_like_gymnasiums():
+    with make_vec("breakout", 3, num_workers=1, **KW) as envs:
+        ref = gym.make_vec("ALE/Breakout-v5", 3, vectorization_mode="sync")
+        for seed in (5, None, [1, None, 3]):
+            envs.reset(seed=seed)
+            ref.reset(seed=seed)
+            assert envs.np_random_seed == ref.np_random_seed == tuple(
+                envs.np_random_seed)
+        ref.close()
+        assert envs.np_random_seed == (1, 6, 3)
+
+
+def test_zero_padding_matches_frame_stack_observation():
+    n = 2
+    rng = np.random.default_rng(1)
+    with make_vec("breakout", n, num_workers=2, padding_type="zero", **KW) as ours:
+        ref = reference(n, padding_type="zero")
+        obs, _ = ours.reset(seed=2)
+        assert np.array_equal(obs, ref.reset(seed=2)[0])
+        assert not obs[:, :3].any() and obs[:, 3].any()
+        for t in range(200):  # through episode ends and autoresets
+            a = rng.integers(0, 4, n)
+            assert np.array_equal(ours.step(a)[0], ref.step(a)[0]), t
+        ref.close()
+    with pytest.raises(ValueError, match="padding_type must be 'reset' or 'zero'"):
+        make_vec("breakout", 1, padding_type="same")
+
+
+def test_record_episode_statistics_wraps_make_vec():
+    """gymnasium's own wrapper runs on make_vec (fastatari's game statistics are under "game",
+    not "episode"); without life loss both count the same episodes."""
+    envs = RecordEpisodeStatistics(make_vec("breakout", 2, num_workers=2, **KW))
+    envs.reset(seed=0)
+    seen = 0
+    for _ in range(230):
+        _, _, _, _, info = envs.step(np.ones(2, np.int64))
+        if "episode" in info:
+            assert np.array_equal(info["_episode"], info["_game"])
+            for i in np.flatnonzero(info["_episode"]):
+                assert info["episode"]["r"][i] == info["game"]["r"][i]
+                assert info["episode"]["l"][i] == info["game"]["l"][i]
+                seen += 1
+    envs.close()
+    assert seen >= 2
+
+
+def test_misuse_raises_gymnasiums_exception_types_and_info_dtypes_match():
+    with make_vec("breakout", 2, num_workers=1, **KW) as ours:
+        ref = reference(2)
+        _, info = ours.reset(seed=0)
+        _, r_info = ref.reset(seed=0)
+        for key in ("lives", "episode_frame_number", "frame_number"):
+            assert info[key].dtype == r_info[key].dtype, key
+        for env in (ours, ref):
+            with pytest.raises(TypeError):
+                env.reset(options={"reset_mask": np.array([1, 0])})
+            with pytest.raises(ValueError):
+                env.reset(options={"reset_mask": np.array([True])})
+        with pytest.raises(TypeError, match="actions must be an array"):
+            ours.step(0)
+        ref.close()
+
+
+def test_record_episode_statistics_wraps_the_single_env():
+    import fastatari
+
+    env = gym.wrappers.RecordEpisodeStatistics(fastatari.AtariEnv("breakout", **KW))
+    env.reset(seed=0)
+    for _ in range(200):
+        _, _, term, trunc, info = env.step(1)
+        if term or trunc:
+            assert info["episode"]["l"] == info["game"]["l"]
+            assert info["episode"]["r"] == info["game"]["r"]
+            break
+    else:
+        raise AssertionError("no episode ended")
+    env.close()
