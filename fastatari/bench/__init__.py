@@ -13,6 +13,9 @@ Modules, each importing only those above it:
 ``transport``
     the ``transport`` section: the vector env's transport alone (workers that do not emulate),
     against the number of workers, and a model of its cost at more cores;
+``multigame``
+    the ``multigame`` section: pools of the Atari-57 games (cost-balanced and contiguous)
+    against the ceiling of their mix, and a 57-game pool's start-up;
 ``runner``
     runs the chosen sections and builds the Markdown report.
 

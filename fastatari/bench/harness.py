@@ -10,6 +10,8 @@ preprocessing after emulation, fastatari's kernels on every SIMD path against Op
 EnvPool, plus scaling, start-up, memory and async (:mod:`fastatari.bench.vector`);
 ``transport`` times the vector env's transport alone, with workers that do not emulate, and
 models its cost at more cores (:mod:`fastatari.bench.transport`; only when asked for).
+``multigame`` times pools of the Atari-57 games against their mix's ceiling
+(:mod:`fastatari.bench.multigame`; only when asked for).
 This module holds what every section shares (config, contenders, round-robin measurement,
 Markdown tables) and the ``envs`` and ``kernels`` sections; :mod:`fastatari.bench.runner` runs
 the chosen sections and builds the report. Needs the ``bench`` extra (OpenCV; gymnasium's
@@ -37,7 +39,7 @@ SCREEN_SIZE = (84, 84)  # (width, height), OpenCV's order
 STACK_SIZE = 4
 MAX_FRAMES_PER_EPISODE = 108_000  # the v5 default, so the ceiling truncates like the envs do
 
-SECTIONS = ("envs", "kernels", "vector", "transport")
+SECTIONS = ("envs", "kernels", "vector", "transport", "multigame")
 DEFAULT_SECTIONS = ("envs", "kernels", "vector")  # transport is a diagnostic: asked for by name
 CEILING = "raw ALE (4× ale.act)"
 
@@ -107,6 +109,7 @@ class Report:
     skipped: dict[str, str] = field(default_factory=dict)
     vector: Any = None  # vector.VectorReport when the section ran
     transport: Any = None  # transport.TransportReport when the section ran
+    multigame: Any = None  # multigame.MultigameReport when the section ran
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,7 +2,8 @@
 
 The ``envs`` and ``kernels`` contenders (:mod:`fastatari.bench.harness`) are timed together,
 round-robin; the ``vector`` section (:mod:`fastatari.bench.vector`) then runs its own groups
-and the ``transport`` section (:mod:`fastatari.bench.transport`) its own rounds, under the
+and the ``transport`` section (:mod:`fastatari.bench.transport`) and the ``multigame`` section
+(:mod:`fastatari.bench.multigame`) their own rounds, under the
 same progress bar. This module sits above them all, so none imports the other's caller.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fastatari.bench.harness import (
     kernel_table,
     measure,
 )
+from fastatari.bench.multigame import markdown_multigame, multigame_units, run_multigame
 from fastatari.bench.transport import markdown_transport, run_transport, transport_units
 from fastatari.bench.vector import markdown_vector, plan_vector, run_vector
 
@@ -39,8 +41,10 @@ def run_benchmark(config: BenchConfig,
     contenders = build_contenders(config, report.skipped)
     vector_plan = plan_vector(config) if "vector" in config.sections else None
     transport = "transport" in config.sections
+    multigame = "multigame" in config.sections
     total = (len(contenders) * (config.rounds + 1) + (vector_plan.units if vector_plan else 0)
-             + (transport_units(config) if transport else 0))
+             + (transport_units(config) if transport else 0)
+             + (multigame_units(config) if multigame else 0))
     bar = progress(total) if progress else None
     try:
         try:
@@ -54,6 +58,8 @@ def run_benchmark(config: BenchConfig,
             report.vector = run_vector(vector_plan, bar)
         if transport:
             report.transport = run_transport(config, bar)
+        if multigame:
+            report.multigame = run_multigame(config, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -77,4 +83,6 @@ def markdown_report(report: Report) -> str:
         parts.append(markdown_vector(report.vector, config))
     if report.transport is not None:
         parts.append(markdown_transport(report.transport))
+    if report.multigame is not None:
+        parts.append(markdown_multigame(report.multigame))
     return "\n\n".join(parts)

@@ -1,0 +1,488 @@
+"""The harness's ``multigame`` section: several games in one vector env, against their ceiling.
+
+**Contenders.** A pool of the 57 games of :data:`fastatari.suites.ATARI_57` at N=57 (each game
+once) and N=114 (the suite twice), ``full_action_space=True``, sticky actions off, otherwise
+the vector section's settings, ``num_workers`` = usable cores (at most N), stepped
+synchronously with random actions (ALE's 18) drawn in advance from a seeded generator; each
+with the cost-balanced assignment of envs to workers (``balance=True``: longest first, by
+``fastatari/game_costs.json``) and with contiguous blocks (``balance=False``).
+
+**The mix's ceiling.** Each game's bare loop: ``FRAME_SKIP`` ``ale.act`` calls per agent step,
+random actions from the game's full (legal) action set, sticky actions off, no
+preprocessing, reset on game over. Its seconds per agent step ``s_g`` are measured in the same
+rounds as the contenders, and the ceiling of a mix on ``W`` cores is ``W / Σ_i s_{g(i)} / N``
+agent steps/s: ``W`` cores each emulating, with no transport and a perfect split of the work,
+envs whose games cost the mean of the mix. The loops run in ``C`` processes in parallel (one
+per usable core, like the vector section's ceiling), each playing every game for a short loop
+per round, round-robin over the games, starting at a different game; ``s_g`` is the time all
+processes spent in game ``g`` over the steps they played of it. In parallel rather than in one
+process, because the vector env emulates on every core at once: the ceiling then pays what the
+workers pay for it (a shared L3 cache and memory bus, all-core clock speeds, and on a shared
+machine the same neighbours), where one process on otherwise idle cores would run faster and
+overstate it.
+
+**What is reported.** steps/s, the ratio to the ceiling (per round, against the ceiling of the
+same round, median), balanced ÷ contiguous (per round, median), and the *assignment bound*:
+with the measured ``s_g``, the mean worker load over the largest, the ratio a sync step could
+reach with free transport and constant per-step costs; the bound is also modelled for more
+workers (``MODEL_WORKERS``), where the assignment matters more, and for an assignment balanced
+by the measured costs instead of the table (how much a table true to this machine would give).
+The per-game costs' spread and their rank correlation with the table are reported with them.
+Start-up: construction and the
+first ``reset(seed=0)`` of a 57-game pool (every game's ROM loaded, spread over the workers),
+wall time in this process (imports already done), for both assignments; the N=57 contenders
+give the first sample of each, ``startup_repeats - 1`` fresh pools the others.
+"""
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import signal
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from fastatari.bench.harness import (
+    FRAME_SKIP,
+    BenchConfig,
+    Contender,
+    Progress,
+    draw_actions,
+    markdown_table,
+    measure,
+    median_ratio,
+    open_ale,
+)
+from fastatari.bench.vector import OTHER_LOAD_WARNING, TIMEOUT, LoadWatch
+from fastatari.vector.placement import usable_cores
+
+__all__ = ["MODEL_WORKERS", "MULTIGAME_ENVS", "GameCost", "MultigameReport", "MultigameResult",
+           "StartupSample", "markdown_multigame", "multigame_units", "run_multigame"]
+
+MULTIGAME_ENVS = (57, 114)  # the suite once and twice
+MODEL_WORKERS = (8, 16, 32, 64)  # the assignment bound, modelled for more workers
+MIN_SYNC_STEPS = 8  # sync steps per round per contender, at least
+MIN_GAME_STEPS = 24  # agent steps per game per ceiling process per round, at least
+CEILING = "raw ALE ceiling of the mix"
+
+
+def suite() -> tuple[str, ...]:
+    from fastatari.suites import ATARI_57
+
+    return ATARI_57
+
+
+@dataclass
+class MultigameResult:
+    system: str
+    num_envs: int
+    balance: bool | None  # None for the ceiling
+    num_workers: int
+    steps_per_s: float  # median over rounds
+    frames_per_s: float
+    ratio_to_ceiling: float  # per round against the same round's ceiling, median
+    assignment_bound: float  # mean worker load / largest, with the measured per-game costs
+    note: str
+    rounds_steps_per_s: list[float]
+
+
+@dataclass
+class StartupSample:
+    balance: bool
+    num_envs: int
+    construct_s: list[float]  # make_vec(...), one per sample
+    reset_s: list[float]  # the first reset(seed=...)
+
+    @property
+    def total_s(self) -> list[float]:
+        return [c + r for c, r in zip(self.construct_s, self.reset_s, strict=True)]
+
+
+@dataclass
+class GameCost:
+    game: str
+    us_per_step: float  # the ceiling's loop, median over rounds
+    table_us: float | None  # fastatari/game_costs.json, what the balanced assignment uses
+
+
+@dataclass
+class MultigameReport:
+    usable_cores: int
+    ceiling_processes: int
+    games: int
+    sync_steps_per_round: dict[int, int]  # num_envs -> sync steps per round per contender
+    game_steps_per_round: int  # agent steps per game per ceiling process per round
+    results: list[MultigameResult] = field(default_factory=list)
+    balanced_over_contiguous: dict[int, float] = field(default_factory=dict)  # per round, median
+    # pool (or model) -> workers -> assignment bound, at this machine's workers and more
+    modelled_bound: dict[str, dict[int, float]] = field(default_factory=dict)
+    startup: list[StartupSample] = field(default_factory=list)
+    startup_median_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    costs: list[GameCost] = field(default_factory=list)
+    cost_spread_us: dict[str, float] = field(default_factory=dict)  # min, median, max, mean
+    cost_rank_correlation: float = float("nan")  # Spearman: measured against the table
+    load: dict[str, float] = field(default_factory=dict)  # LoadWatch.stop()
+    worker_restarts: int = 0
+
+
+# --- The mix's ceiling: every game's bare loop, in one process per core ---------------------------
+
+
+def _ceiling_worker(conn, games: Sequence[str], first: int, seed: int, rounds: int,
+                    steps: int) -> None:
+    """Plays every game for ``steps`` agent steps per round, starting at game ``first``; sends
+    back each game's seconds (in ``games`` order)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    ales, actions = [], []
+    for g, game in enumerate(games):
+        ale = open_ale(game, seed + g)
+        action_set = ale.getLegalActionSet()  # the full action set (Skiing has 9)
+        rows = draw_actions(seed + g, len(action_set), rounds, steps)
+        ales.append(ale)
+        actions.append([[action_set[i] for i in row] for row in rows])
+    order = [(first + k) % len(games) for k in range(len(games))]
+    conn.send("ready")
+    while True:
+        try:
+            round_index = conn.recv()
+        except EOFError:
+            return
+        if round_index is None:
+            return
+        seconds = [0.0] * len(games)
+        for g in order:
+            ale, row = ales[g], actions[g][round_index % len(actions[g])]
+            start = time.perf_counter()
+            for action in row:
+                for _ in range(FRAME_SKIP):
+                    ale.act(action)
+                if ale.game_over():
+                    ale.reset_game()
+            seconds[g] = time.perf_counter() - start
+        conn.send((round_index, seconds))
+
+
+class MixCeiling:
+    """``processes`` processes, each with every game of ``games``; ``run(round)`` plays a round
+    in all of them at once and keeps each game's seconds per agent step (rounds 1 on)."""
+
+    def __init__(self, games: Sequence[str], processes: int, config: BenchConfig,
+                 steps: int) -> None:
+        context = mp.get_context("spawn")  # fork is unsafe once thread pools exist
+        self.games = tuple(games)
+        self.steps = steps
+        self.per_round: list[np.ndarray] = []  # seconds per agent step, one per game
+        self.processes: list[Any] = []
+        self.conns: list[Any] = []
+        try:
+            for k in range(processes):
+                parent, child = context.Pipe()
+                first = k * len(self.games) // processes
+                process = context.Process(target=_ceiling_worker, daemon=True,
+                                          args=(child, self.games, first,
+                                                config.seed + 1000 * k, config.rounds, steps),
+                                          name=f"fastatari-bench-mix-ceiling-{k}")
+                process.start()
+                child.close()
+                self.processes.append(process)
+                self.conns.append(parent)
+            for conn in self.conns:
+                if self._reply(conn) != "ready":
+                    raise RuntimeError("a ceiling process did not start")
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _reply(conn) -> Any:
+        if not conn.poll(TIMEOUT):
+            raise TimeoutError(f"a ceiling process did not answer within {TIMEOUT} s")
+        return conn.recv()
+
+    def run(self, round_index: int) -> None:
+        for conn in self.conns:
+            conn.send(round_index)
+        total = np.zeros(len(self.games))
+        for conn in self.conns:
+            index, seconds = self._reply(conn)
+            if index != round_index:
+                raise RuntimeError(f"a ceiling process answered round {index}, "
+                                   f"expected {round_index}")
+            total += seconds
+        if round_index:
+            self.per_round.append(total / (self.steps * len(self.conns)))
+
+    def contender(self) -> Contender:
+        # measure()'s wall time for it is not used: the per-game seconds are
+        return Contender("multigame", CEILING, self.steps * len(self.games) * len(self.conns),
+                         self.run)
+
+    def close(self) -> None:
+        for conn in self.conns:
+            with contextlib.suppress(OSError, ValueError):
+                conn.send(None)
+        for process in self.processes:
+            process.join(timeout=5.0)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5.0)
+        for conn in self.conns:
+            conn.close()
+        self.processes, self.conns = [], []
+
+
+# --- The contenders -------------------------------------------------------------------------------
+
+
+def name_of(num_envs: int, balance: bool) -> str:
+    return f"make_vec, {'balanced' if balance else 'contiguous'}, N={num_envs}"
+
+
+def sync_steps(config: BenchConfig, num_envs: int) -> int:
+    return max(MIN_SYNC_STEPS, config.vector_steps // num_envs)
+
+
+def game_steps(config: BenchConfig, games: int, processes: int) -> int:
+    """Agent steps per game per ceiling process per round: about the contenders' work."""
+    return max(MIN_GAME_STEPS, round(config.vector_steps / (games * processes)))
+
+
+def open_pool(games: Sequence[str], balance: bool, num_workers: int,
+              seed: int) -> tuple[Any, float, float]:
+    """A pool of ``games`` (one per env), reset; and its construction and reset seconds."""
+    from fastatari.vector import make_vec
+
+    start = time.perf_counter()
+    env = make_vec(list(games), len(games), num_workers=num_workers, balance=balance,
+                   full_action_space=True, repeat_action_probability=0.0, timeout=TIMEOUT)
+    built = time.perf_counter()
+    try:
+        env.reset(seed=seed)
+    except BaseException:
+        env.close()
+        raise
+    return env, built - start, time.perf_counter() - built
+
+
+def pool_contender(env: Any, config: BenchConfig, num_workers: int,
+                   balance: bool) -> Contender:
+    num_envs = env.num_envs
+    steps = sync_steps(config, num_envs)
+    rng = np.random.default_rng(config.seed)
+    rows = rng.integers(int(env.single_action_space.n), size=(config.rounds + 1, steps, num_envs),
+                        dtype=np.int32)
+
+    def run(round_index: int) -> None:
+        for actions in rows[round_index]:
+            env.step(actions)
+
+    how = "cost-balanced" if balance else "contiguous blocks"
+    return Contender("multigame", name_of(num_envs, balance), steps * num_envs, run,
+                     note=f"sync step, {num_workers} workers, {how}", close=env.close)
+
+
+# --- Assignment bound ----------------------------------------------------------------------------
+
+
+def assignment_bound(games: Sequence[str], num_workers: int, balance: bool,
+                     us: dict[str, float]) -> float:
+    """Mean worker load ÷ the largest, for the assignment ``make_vec`` makes, loads from ``us``
+    (µs per agent step of each game)."""
+    from fastatari.vector.lineup import assign_workers, make_lineup
+
+    lineup, _ = make_lineup(list(games), len(games), {"full_action_space": True})
+    blocks = assign_workers(lineup, num_workers, balance=balance)
+    loads = np.array([sum(us[games[i]] for i in block) for block in blocks])
+    return float(loads.mean() / loads.max())
+
+
+def measured_balance_bound(games: Sequence[str], num_workers: int,
+                           us: dict[str, float]) -> float:
+    """The same bound for an assignment balanced by ``us`` itself (longest first, each env to
+    the least loaded worker, as :func:`fastatari.vector.lineup.assign_workers` does with the
+    table): what the balanced assignment would reach with a table true to this machine."""
+    loads = np.zeros(num_workers)
+    counts = np.zeros(num_workers, np.int64)
+    for cost in sorted((us[g] for g in games), reverse=True):
+        k = int(np.lexsort((counts, loads))[0])
+        loads[k] += cost
+        counts[k] += 1
+    return float(loads.mean() / loads.max())
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ranks = [np.argsort(np.argsort(x)).astype(float) for x in (a, b)]
+    return float(np.corrcoef(*ranks)[0, 1])
+
+
+# --- The section ---------------------------------------------------------------------------------
+
+
+def multigame_units(config: BenchConfig) -> int:
+    """Progress-bar units: one per contender round and one per extra start-up pool."""
+    contenders = 1 + 2 * len(MULTIGAME_ENVS)
+    return contenders * (config.rounds + 1) + 2 * max(0, config.startup_repeats - 1)
+
+
+def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
+    """Start-up, then the four pools and the mix's ceiling round-robin; every env and process
+    closed whatever happens."""
+    games = suite()
+    cores = usable_cores()
+    steps = game_steps(config, len(games), cores)
+    report = MultigameReport(cores, cores, len(games),
+                             {n: sync_steps(config, n) for n in MULTIGAME_ENVS}, steps)
+    lineups = {n: games * (n // len(games)) for n in MULTIGAME_ENVS}
+    workers = {n: min(cores, n) for n in MULTIGAME_ENVS}
+    startup = {b: StartupSample(b, len(games), [], []) for b in (True, False)}
+    report.startup = list(startup.values())
+    contenders: list[Contender] = []
+    envs: list[Any] = []
+    with contextlib.ExitStack() as closing:
+        _describe(bar, "multigame: start-up and pools")
+        for n in MULTIGAME_ENVS:  # the N=57 pools first, on a quiet machine: start-up samples
+            for balance in (True, False):
+                env, built, reset = open_pool(lineups[n], balance, workers[n], config.seed)
+                closing.callback(env.close)
+                if n == len(games):
+                    startup[balance].construct_s.append(built)
+                    startup[balance].reset_s.append(reset)
+                envs.append(env)
+                contenders.append(pool_contender(env, config, workers[n], balance))
+        for _ in range(config.startup_repeats - 1):
+            for balance in (True, False):
+                env, built, reset = open_pool(games, balance, workers[len(games)], config.seed)
+                env.close()
+                startup[balance].construct_s.append(built)
+                startup[balance].reset_s.append(reset)
+                if bar is not None:
+                    bar.update(1)
+        ceiling = MixCeiling(games, cores, config, steps)
+        closing.callback(ceiling.close)
+        _describe(bar, "multigame: rounds")
+        watch = LoadWatch()
+        seconds = measure([ceiling.contender(), *contenders], config.rounds, bar)
+        report.load = watch.stop()
+        report.worker_restarts = sum(env.worker_restarts for env in envs)
+    _summarise(report, games, lineups, workers, ceiling.per_round, seconds)
+    return report
+
+
+def _describe(bar: Progress | None, text: str) -> None:
+    describe = getattr(bar, "set_description_str", None)
+    if describe is not None:
+        describe(text)
+
+
+def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[int, tuple],
+               workers: dict[int, int], per_round: list[np.ndarray],
+               seconds: dict[str, list[float]]) -> None:
+    from fastatari.vector.lineup import game_costs
+
+    table = game_costs()
+    median_s = np.median(np.array(per_round), axis=0)
+    us = {g: float(s * 1e6) for g, s in zip(games, median_s, strict=True)}
+    report.costs = [GameCost(g, us[g], table.get(g)) for g in games]
+    values = np.array(list(us.values()))
+    report.cost_spread_us = {"min": float(values.min()), "median": float(np.median(values)),
+                             "max": float(values.max()), "mean": float(values.mean())}
+    if all(g in table for g in games):
+        report.cost_rank_correlation = _spearman(values, np.array([table[g] for g in games]))
+    index = {g: k for k, g in enumerate(games)}
+    for n in MULTIGAME_ENVS:
+        lineup, w = lineups[n], workers[n]
+        counts = np.bincount([index[g] for g in lineup], minlength=len(games))
+        weights = counts / counts.sum()
+        sizes = sorted({w, *(m for m in MODEL_WORKERS if m <= n)})
+        # the ceiling's seconds per agent step on w cores, round by round
+        ceiling = [float(weights @ s) / w for s in per_round]
+        rate = 1.0 / statistics.median(ceiling)
+        report.results.append(MultigameResult(
+            CEILING, n, None, w, rate, rate * FRAME_SKIP, 1.0, 1.0,
+            f"{report.ceiling_processes} processes, every game's bare 4× ale.act loop, "
+            f"weighted by its share of envs; {w} cores", [1.0 / c for c in ceiling]))
+        for balance in (True, False):
+            samples = seconds[name_of(n, balance)]
+            rate = 1.0 / statistics.median(samples)
+            how = "cost-balanced" if balance else "contiguous blocks"
+            report.results.append(MultigameResult(
+                name_of(n, balance), n, balance, w, rate, rate * FRAME_SKIP,
+                median_ratio(ceiling, samples), assignment_bound(lineup, w, balance, us),
+                f"sync step, {w} workers, {how}", [1.0 / s for s in samples]))
+            report.modelled_bound[name_of(n, balance)] = {
+                m: assignment_bound(lineup, m, balance, us) for m in sizes}
+        report.modelled_bound[f"balanced by the measured costs, N={n} (model)"] = {
+            m: measured_balance_bound(lineup, m, us) for m in sizes}
+        report.balanced_over_contiguous[n] = median_ratio(seconds[name_of(n, False)],
+                                                          seconds[name_of(n, True)])
+    report.startup_median_s = {
+        "balanced" if s.balance else "contiguous": {
+            "construct_s": statistics.median(s.construct_s),
+            "reset_s": statistics.median(s.reset_s),
+            "total_s": statistics.median(s.total_s)} for s in report.startup}
+
+
+# --- Markdown ------------------------------------------------------------------------------------
+
+
+def markdown_multigame(report: MultigameReport) -> str:
+    rows = [[str(r.num_envs), r.system, f"{r.steps_per_s:,.0f}", f"{r.frames_per_s:,.0f}",
+             f"{r.ratio_to_ceiling:.2f}" if r.balance is not None else "—",
+             f"{r.assignment_bound:.2f}" if r.balance is not None else "—", r.note]
+            for r in report.results]
+    table = markdown_table(["num_envs", "system", "steps/s", "frames/s", "ratio to ceiling",
+                            "assignment bound", "note"], rows)
+    balanced = " · ".join(f"N={n}: **{value:.2f}×**"
+                          for n, value in report.balanced_over_contiguous.items())
+    model_sizes = sorted({m for bounds in report.modelled_bound.values() for m in bounds})
+    model = markdown_table(
+        ["pool", *[f"W={m}" for m in model_sizes]],
+        [[name, *[f"{bounds[m]:.2f}" if m in bounds else "—" for m in model_sizes]]
+         for name, bounds in report.modelled_bound.items()])
+    startup_rows = [[name, f"{s['construct_s']:.2f}", f"{s['reset_s']:.2f}",
+                     f"{s['total_s']:.2f}"] for name, s in report.startup_median_s.items()]
+    repeats = len(report.startup[0].construct_s) if report.startup else 0
+    startup = markdown_table(["assignment", "construction s", "first reset s", "total s"],
+                             startup_rows)
+    spread = report.cost_spread_us
+    by_cost = sorted(report.costs, key=lambda c: c.us_per_step)
+    costs = (f"Per-game cost (the ceiling's loops, median over rounds): min "
+             f"{spread['min']:,.0f} µs ({by_cost[0].game}), median {spread['median']:,.0f} µs, "
+             f"mean {spread['mean']:,.0f} µs, max {spread['max']:,.0f} µs "
+             f"({by_cost[-1].game}) per agent step, max ÷ min "
+             f"{spread['max'] / spread['min']:.1f}×; Spearman rank correlation with "
+             f"`game_costs.json` (what the balanced assignment uses): "
+             f"{report.cost_rank_correlation:.2f}.")
+    load = report.load.get("other_cores", float("nan"))
+    warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
+               if load > OTHER_LOAD_WARNING else "")
+    steps = ", ".join(f"N={n}: {s}" for n, s in report.sync_steps_per_round.items())
+    return "\n\n".join([
+        f"### Several games in one vector env (Atari-{report.games})",
+        f"`fastatari.suites.ATARI_{report.games}` once (N=57) and twice (N=114), "
+        "`full_action_space=True`, sticky actions off, random actions, sync `step` "
+        f"(sync steps per round: {steps}); balanced = `balance=True` (by "
+        "`game_costs.json`, longest first), contiguous = `balance=False`. The ceiling: every "
+        "game's bare 4× `ale.act` loop (random actions from its full action set, no "
+        f"preprocessing), in {report.ceiling_processes} processes in parallel, "
+        f"{report.game_steps_per_round} agent steps per game per process per round, "
+        "round-robin over the games; a mix's ceiling on W cores is W ÷ (mean over envs of "
+        "their game's seconds per step). Ratios are per round against the same round's "
+        "ceiling, median. Assignment bound: mean worker load ÷ the largest, with the "
+        "measured per-game costs (what a sync step could reach with free transport).",
+        table,
+        f"Balanced ÷ contiguous, per round, median: {balanced}",
+        "Assignment bound at W workers, with the measured per-game costs: the pools' "
+        "assignments (balanced by `game_costs.json`, contiguous), and a model that balances "
+        "by the measured costs themselves (what a table true to this machine would "
+        "give):\n\n" + model,
+        costs,
+        f"Start-up of a {report.games}-game pool, {report.usable_cores} workers: "
+        "`make_vec(...)` then the first `reset(seed=0)`, wall time in this process (imports "
+        f"already done), median of {repeats}.\n\n" + startup,
+        f"{warning}Other load: processes outside the harness took {load:.2f} cores on "
+        f"average during the rounds; worker restarts: {report.worker_restarts}.",
+    ])
