@@ -13,6 +13,8 @@ make_vec, AtariVectorEnv
     N games in worker processes over shared memory: a gymnasium ``VectorEnv``.
 kernels
     The compiled, exact preprocessing kernels.
+suites
+    Named game lists for multi-task Atari (``ATARI_57``, ``ATARI_5``).
 
 Importing fastatari registers ``fastatari/<Name>-v5`` ids with gymnasium (by entry-point
 strings); the modules behind the names above load on first use, so that a worker process
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from fastatari.registration import register_envs as _register_envs
 
 if TYPE_CHECKING:
-    from fastatari import kernels
+    from fastatari import kernels, suites
     from fastatari.env import AtariEnv, AtariPreprocessing
     from fastatari.options import AtariOptions
     from fastatari.vector import AtariVectorEnv, make_vec
@@ -34,12 +36,13 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "make_vec",
-           "kernels", "__version__"]
+           "kernels", "suites", "__version__"]
 
 # public name -> the module that defines it
 _LAZY = {"AtariEnv": "fastatari.env", "AtariPreprocessing": "fastatari.env",
          "AtariOptions": "fastatari.options", "AtariVectorEnv": "fastatari.vector",
-         "make_vec": "fastatari.vector", "kernels": "fastatari.kernels"}
+         "make_vec": "fastatari.vector", "kernels": "fastatari.kernels",
+         "suites": "fastatari.suites"}
 
 
 def __getattr__(name: str) -> Any:
@@ -47,7 +50,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'fastatari' has no attribute {name!r}")
     value = importlib.import_module(module)
-    if name != "kernels":
+    if name not in ("kernels", "suites"):
         value = getattr(value, name)
     globals()[name] = value  # once
     return value

@@ -33,6 +33,9 @@ __all__ = ["AtariGame", "FramePipeline", "action_index", "action_names", "make_n
 
 _IDENTITY = np.arange(256, dtype=np.uint8)
 
+#: ALE's 18 actions in their enum order (NOOP, FIRE, UP, ...): the full action set of most games.
+ALE_ACTIONS = tuple(ale_py.Action.__members__.values())
+
 
 @lru_cache(maxsize=None)
 def action_names(rom: str, full_action_space: bool = False) -> Tuple[str, ...]:

@@ -153,18 +153,20 @@ def test_reply_tags_are_distinct_single_bytes():
 # -- start-up ------------------------------------------------------------------------------------
 def test_worker_config_pickles():
     options = AtariOptions(frame_skip=2, screen_size=(64, 48), clip_rewards=True)
-    config = WorkerConfig(index=1, env_ids=(2, 3), rom="breakout", options=options,
+    config = WorkerConfig(index=1, env_ids=(2, 3),
+                          games=(("breakout", options), ("pong", options)),
                           layout=Layout(4, options.observation_shape), same_step=True,
                           resets=((2, 10), (3, None)), restarted=True, cpu=0, block=17)
     copy = pickle.loads(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
     assert copy == config
-    assert copy.options.screen_size == (64, 48)
+    assert copy.games[0][1].screen_size == (64, 48)
     assert copy.layout.offsets().keys() == config.layout.offsets().keys()
     assert copy.layout.nbytes == config.layout.nbytes
 
 
 def test_worker_config_defaults():
-    config = WorkerConfig(index=0, env_ids=(0,), rom="pong", options=AtariOptions(),
+    config = WorkerConfig(index=0, env_ids=(0,), games=(("pong", AtariOptions()),),
                           layout=Layout(1, (4, 84, 84)), same_step=False, resets=())
     assert (config.restarted, config.cpu, config.block) == (False, None, None)
+    assert (config.prereset, config.probe, config.ale_actions) == (False, False, False)
     assert pickle.loads(pickle.dumps(config)) == config

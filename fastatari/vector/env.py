@@ -26,11 +26,10 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from fastatari import validate
-from fastatari.game import AtariGame
-from fastatari.games import resolve_game
-from fastatari.options import AtariOptions
+from fastatari.game import ALE_ACTIONS, AtariGame
 from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector.buffers import Layout, SharedBuffers
+from fastatari.vector.lineup import assign_workers, make_lineup
 from fastatari.vector.placement import resolve_cpus, usable_cores
 from fastatari.vector.pool import WorkerError, WorkerPool, raise_errors
 from fastatari.vector.protocol import (Op, Reply, ReplyKind, ResetRequest, WorkerConfig,
@@ -70,8 +69,15 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
     Parameters
     ----------
-    game : str
-        ``"breakout"``, ``"Breakout"`` or ``"ALE/Breakout-v5"``.
+    game : str or sequence of str
+        ``"breakout"``, ``"Breakout"`` or ``"ALE/Breakout-v5"``; or one name per env (several
+        games in one pool: env ``i`` plays ``game[i]``, byte-identical to
+        ``AtariEnv(game[i], ...)`` with seed ``seed + i``). Games whose minimal action sets
+        differ need ``full_action_space=True``; the actions are then ALE's 18 in its enum order
+        for every env (a game without some of them, like Skiing's 9, plays NOOP for those).
+        ``mode`` and ``difficulty`` may then be mappings ``{game: value}``. :attr:`games`
+        lists each env's ROM id, :attr:`game_names` the distinct ones, and
+        ``info["game_index"]`` each env's index into it.
     num_envs : int
     num_workers : int, optional
         Worker processes (default: usable cores, at most ``num_envs``); each owns a contiguous
@@ -100,6 +106,10 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         the cause and the tail of its stderr. A worker that made progress is always restarted.
     max_restarts : int, optional
         Caps worker restarts over the env's whole life (default: no cap).
+    balance : bool
+        With several games, assign envs to workers by each game's measured emulation cost
+        (default), so a synchronous step does not wait for a worker that drew the slow games;
+        False: contiguous blocks.
     cpus : "auto" or list of int, optional
         Pin worker ``k`` to ``cpus[k % len(cpus)]`` ("auto": the usable CPUs in order), like
         EnvPool's ``thread_affinity_offset``. Linux only.
@@ -117,12 +127,13 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
-    def __init__(self, game: str, num_envs: int, num_workers: Optional[int] = None,
+    def __init__(self, game: str | Sequence[str], num_envs: int,
+                 num_workers: Optional[int] = None,
                  batch_size: Optional[int] = None,
                  autoreset_mode: str | AutoresetMode = "next_step", copy: bool = True,
                  timeout: Optional[float] = DEFAULT_TIMEOUT,
                  max_crashes_without_progress: int = 3, max_restarts: Optional[int] = None,
-                 cpus: Any = None, render_mode: Optional[str] = None,
+                 cpus: Any = None, balance: bool = True, render_mode: Optional[str] = None,
                  **options: Any) -> None:
         self._state = _State.CLOSED  # until construction succeeds
         num_envs = validate.check_int("num_envs", num_envs, 1)
@@ -144,8 +155,13 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         cpu_of_worker = resolve_cpus(cpus, self.num_workers)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.options = AtariOptions.build(**options)
-        self.rom = resolve_game(game)
+        self._lineup, self.options = make_lineup(game, num_envs, dict(options))
+        self.games: Tuple[str, ...] = self._lineup.games
+        self.game_names: Tuple[str, ...] = self._lineup.names
+        self.rom: Optional[str] = None if self._lineup.multi else self.games[0]
+        self._game_index = self._lineup.game_index()
+        # several games, full action space: actions are ALE's 18 for every env
+        self._ale_actions = self._lineup.multi and self.options.full_action_space
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.metadata = dict(self.metadata, autoreset_mode=mode)
@@ -153,9 +169,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._next_step = mode == AutoresetMode.NEXT_STEP
         self._info_fields = info_fields(self.options)
 
-        # contiguous blocks of envs per worker, as even as possible
-        bounds = np.linspace(0, num_envs, self.num_workers + 1).round().astype(int)
-        blocks = [np.arange(bounds[k], bounds[k + 1]) for k in range(self.num_workers)]
+        blocks = assign_workers(self._lineup, self.num_workers,
+                                balance=validate.check_bool("balance", balance))
         # async: workers answer every `chunk` envs, so a batch can gather envs from all of them
         self._chunk = (0 if self.batch_size >= num_envs
                        else min(0xFFFF, -(-self.batch_size // self.num_workers)))
@@ -170,21 +185,19 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         layout = Layout(num_envs, self.options.observation_shape)
         buffers = SharedBuffers(layout)
         self._buf = buffers
-        template = WorkerConfig(index=-1, env_ids=(), rom=self.rom, options=self.options,
+        template = WorkerConfig(index=-1, env_ids=(), games=self._lineup.env_games(),
                                 layout=layout, same_step=self._same_step,
-                                prereset=self._next_step, resets=(),
+                                prereset=self._next_step, probe=self._lineup.multi,
+                                ale_actions=self._ale_actions,
+                                resets=(),
                                 block=buffers.handle)
         self._pool = WorkerPool(template, buffers, blocks, self._restart_resets, self.timeout,
                                 limit, max_restarts, cpu_of_worker)
         try:  # the pool owns the buffers from here on
             # Games are built at the first reset, with its seeds: nothing to reset at start.
-            self._pool.start(lambda k: [])
-            # One game here checks the options against the ROM (mode, difficulty, FIRE, screen
-            # size) and tells the action count.
-            probe = AtariGame(self.rom, self.options)
-            self._num_actions = probe.num_actions
-            self._action_meanings = probe.action_meanings()
-            probe.close()
+            ready = self._pool.start(lambda k: [])
+            self._action_meanings = self._probe_games(ready)
+            self._num_actions = len(self._action_meanings)
         except BaseException:
             self._pool.close()
             raise
@@ -195,6 +208,31 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = spaces.Discrete(self._num_actions)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
+
+    def _probe_games(self, ready: Dict[int, Reply]) -> List[str]:
+        """Check the options against each game's ROM (mode, difficulty, FIRE, screen size) and
+        return the action names all envs share. One game: a game built here. Several: the
+        workers built one of each of their games while starting, in parallel, and their READY
+        replies carry the action names (a bad option is then their WorkerError)."""
+        lineup = self._lineup
+        meanings: Dict[str, List[str]] = {}
+        if lineup.multi:
+            for reply in ready.values():
+                meanings.update(reply.payload or {})
+        for name in lineup.names:  # one game, or a worker restarted while starting
+            if name not in meanings:
+                probe = AtariGame(name, lineup.options[name])
+                meanings[name] = probe.action_meanings()
+                probe.close()
+        if self._ale_actions:
+            return [a.name for a in ALE_ACTIONS]
+        first = meanings[lineup.names[0]]
+        differ = [name for name in lineup.names if meanings[name] != first]
+        if differ:
+            raise ValueError(f"these games have different action sets ({lineup.names[0]}: "
+                             f"{first}; {differ[0]}: {meanings[differ[0]]}): pass "
+                             f"full_action_space=True to give every env the 18 actions")
+        return first
 
     # -- workers -------------------------------------------------------------------------------
     def _restart_resets(self, k: int) -> List[ResetRequest]:
@@ -410,6 +448,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         buf = self._buf
         info = self._batched(buf.info, sel, mask)
         full = self._all_ids[sel]  # the env ids, for the rare per-env entries below
+        if self._lineup.multi:
+            info["game_index"], info["_game_index"] = self._game_index[full], mask.copy()
         restarted = self._restarted[full] & mask
         if restarted.any():
             info["worker_restarted"], info["_worker_restarted"] = restarted, restarted.copy()
@@ -512,4 +552,5 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.num_workers} workers"
-        return f"AtariVectorEnv({self.rom!r}, num_envs={self.num_envs}, {state})"
+        game = self.rom if self.rom is not None else f"{len(self.game_names)} games"
+        return f"AtariVectorEnv({game!r}, num_envs={self.num_envs}, {state})"

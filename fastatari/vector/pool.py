@@ -15,6 +15,7 @@ worker's stderr. ``max_restarts`` optionally caps restarts over the pool's whole
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import select
 import time
@@ -70,12 +71,13 @@ class _Resources:
 
 
 class WorkerPool:
-    """``len(blocks)`` workers, worker ``k`` owning the contiguous envs ``blocks[k]``.
+    """``len(blocks)`` workers, worker ``k`` owning the envs ``blocks[k]`` (ascending).
 
     Parameters
     ----------
     config : WorkerConfig
-        The template every worker's config is made from (index, envs, resets, CPU filled in).
+        The template every worker's config is made from: ``games`` holds every env's
+        ``(ROM, options)``; index, envs, their games, resets and CPU are filled in per worker.
     buffers : SharedBuffers
         The shared block; owned from here on (released by :meth:`close`).
     blocks : sequence of ndarray
@@ -109,16 +111,19 @@ class WorkerPool:
         self._step_all = [protocol.encode_step(0, bytes([protocol.Op.STEP]) * len(block))
                           for block in self.blocks]
         self._res.workers = [None] * self.num_workers
-        self._last_ids = np.array([block[-1] for block in self.blocks])
+        self._owner = np.empty(sum(len(b) for b in self.blocks), np.int64)
+        for k, block in enumerate(self.blocks):
+            self._owner[block] = k
 
     # -- life ---------------------------------------------------------------------------------
-    def start(self, resets: Callable[[int], List[ResetRequest]]) -> None:
-        """Start every worker (in parallel) with its first resets; wait until all are READY.
-        A worker that dies while starting is restarted like any other."""
+    def start(self, resets: Callable[[int], List[ResetRequest]]) -> Dict[int, Reply]:
+        """Start every worker (in parallel) with its first resets; wait until all are READY
+        and return their READY replies. A worker that dies while starting is restarted like
+        any other."""
         try:
             for k in range(self.num_workers):
                 self._launch(k, resets(k), restarted=False)
-            self.collect(list(range(self.num_workers)), expect=ReplyKind.READY)
+            return self.collect(list(range(self.num_workers)), expect=ReplyKind.READY)
         except BaseException:
             self.close()
             raise
@@ -127,12 +132,10 @@ class WorkerPool:
         worker = launch(self._buf.handle, f"fastatari-worker-{k}")
         self._res.workers[k] = worker
         cpu = self._cpus[k % len(self._cpus)] if self._cpus else None
-        config = WorkerConfig(
-            index=k, env_ids=tuple(self.blocks[k].tolist()), rom=self._config.rom,
-            options=self._config.options, layout=self._config.layout,
-            same_step=self._config.same_step, prereset=self._config.prereset,
-            resets=tuple(resets), restarted=restarted,
-            cpu=cpu, block=self._buf.handle)
+        config = dataclasses.replace(
+            self._config, index=k, env_ids=tuple(self.blocks[k].tolist()),
+            games=tuple(self._config.games[i] for i in self.blocks[k]), resets=tuple(resets),
+            restarted=restarted, cpu=cpu, block=self._buf.handle)
         try:
             worker.conn.send(config)
         except (BrokenPipeError, ConnectionResetError):
@@ -173,8 +176,7 @@ class WorkerPool:
         owners = self.owner(ids)
         workers = [int(k) for k in np.unique(owners)]
         for k in workers:
-            block = self.blocks[k]
-            self.send(k, protocol.encode_step(chunk, ops[block[0]:block[-1] + 1].tobytes()))
+            self.send(k, protocol.encode_step(chunk, ops[self.blocks[k]].tobytes()))
             mine = np.sort(ids[owners == k])  # the order the worker runs them in
             size = chunk or mine.size
             for start in range(0, mine.size, size):
@@ -183,7 +185,7 @@ class WorkerPool:
 
     def owner(self, ids: np.ndarray) -> np.ndarray:
         """The worker of each env."""
-        return np.searchsorted(self._last_ids, ids)
+        return self._owner[ids]
 
     def busy(self) -> List[int]:
         """Workers that owe replies."""

@@ -8,15 +8,16 @@ Commands (trainer -> worker):
 tag     payload
 ======  =================================================================================
 ``s``   STEP: ``chunk`` (uint16, little-endian), then one :class:`Op` byte per env of the
-        worker's block. Answered by DONE after every ``chunk`` envs run and after the last
-        (``chunk`` 0: once, after the last). The only per-step message: raw bytes, nothing
-        pickled.
+        worker, in its ``env_ids`` order. Answered by DONE after every ``chunk`` envs run and
+        after the last (``chunk`` 0: once, after the last). The only per-step message: raw
+        bytes, nothing pickled.
 ``r``   RESET: pickled ``[(env_id, seed or None), ...]``. Answered by DONE.
 ``g``   RENDER: pickled ``[env_id, ...]``. Answered by RENDERED.
 ``c``   CLOSE: nothing. Not answered; the worker exits.
 ======  =================================================================================
 
-Replies (worker -> trainer): ``y`` READY (the worker's games are reset), ``d`` DONE, ``g``
+Replies (worker -> trainer): ``y`` READY (the worker's games are reset; with ``probe``, then
+pickled ``{ROM: action names}`` of its games), ``d`` DONE, ``g``
 RENDERED (pickled list of RGB screens), ``e`` ERROR (the worker's traceback, UTF-8). A command
 that raises is answered by ERROR instead of its (remaining) DONE replies.
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 import enum
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from fastatari.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
@@ -83,13 +84,14 @@ class WorkerConfig:
     """Everything a worker needs to start; sent once, right after it is launched."""
 
     index: int
-    env_ids: Tuple[int, ...]  # a contiguous block
-    rom: str
-    options: AtariOptions
+    env_ids: Tuple[int, ...]  # ascending; not necessarily contiguous (cost-balanced)
+    games: Tuple[Tuple[str, AtariOptions], ...]  # (ROM id, options) of each env of env_ids
     layout: Layout
     same_step: bool
     resets: Tuple[ResetRequest, ...]  # run before READY
     prereset: bool = False  # next-step autoreset: reset ended envs right after answering
+    probe: bool = False  # check each of its games' options at start; READY tells action names
+    ale_actions: bool = False  # actions are ALE's 18 (enum order) whatever each game's set
     restarted: bool = False  # the resets replace games lost with a dead worker
     cpu: Optional[int] = None  # pin the process to this CPU before touching memory
     block: Optional[Handle] = field(default=None)  # the shared block, where not inherited
@@ -129,6 +131,12 @@ READY = ReplyKind.READY.value
 DONE = ReplyKind.DONE.value
 
 
+def encode_ready(action_names: Optional[Dict[str, List[str]]]) -> bytes:
+    if action_names is None:
+        return READY
+    return READY + pickle.dumps(action_names, pickle.HIGHEST_PROTOCOL)
+
+
 def encode_rendered(screens: List[Any]) -> bytes:
     return ReplyKind.RENDERED.value + pickle.dumps(screens, pickle.HIGHEST_PROTOCOL)
 
@@ -144,7 +152,7 @@ def decode_reply(data: bytes) -> Reply:
     if data == DONE:
         return _DONE_REPLY
     kind = ReplyKind(data[:1])
-    if kind is ReplyKind.RENDERED:
+    if kind in (ReplyKind.RENDERED, ReplyKind.READY) and len(data) > 1:
         return Reply(kind, pickle.loads(data[1:]))
     if kind is ReplyKind.ERROR:
         return Reply(kind, data[1:].decode("utf-8", "replace"))

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from fastatari.game import AtariGame
+from fastatari.game import ALE_ACTIONS, AtariGame
 from fastatari.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import protocol
 from fastatari.vector._wait import wait_change
@@ -41,11 +41,13 @@ class Worker:
 
     def __init__(self, buffers: SharedBuffers, config: WorkerConfig) -> None:
         self.buffers = buffers
-        self.rom = config.rom
-        self.options = config.options
+        self.env_ids = list(config.env_ids)
+        self._games_spec = dict(zip(config.env_ids, config.games, strict=True))
         self.same_step = config.same_step
         self.prereset = config.prereset
-        self.first = config.env_ids[0]  # the block is contiguous
+        self.first = config.env_ids[0]  # where this worker's wake word lives
+        self._ale_actions = config.ale_actions
+        self._action_maps: Dict[int, List[int]] = {}  # env -> ALE action -> its game's index
         self._info_columns = [(f.name, buffers.info[f.name]) for f in INFO_FIELDS]
         self._state_columns = [(f.name, buffers.info[f.name]) for f in STATE_FIELDS]
         self._final_columns = [(buffers.info[f.name], buffers.final_info[f.name])
@@ -65,8 +67,13 @@ class Worker:
     def _game(self, i: int, seed: Optional[int]) -> AtariGame:
         game = self.games.get(i)
         if game is None:
-            game = self.games[i] = AtariGame(self.rom, self.options, stack=self.buffers.obs[i],
-                                             seed=seed)
+            rom, options = self._games_spec[i]
+            game = self.games[i] = AtariGame(rom, options, stack=self.buffers.obs[i], seed=seed)
+            if self._ale_actions and len(game.action_set) != len(ALE_ACTIONS):
+                # a game without all 18 actions (Skiing has 9): the others play NOOP
+                where = {a: j for j, a in enumerate(game.action_set)}
+                self._action_maps[i] = [where.get(a, where[ALE_ACTIONS[0]])
+                                        for a in ALE_ACTIONS]
         return game
 
     def _write(self, i: int, reward: float, terminated: bool, truncated: bool,
@@ -109,14 +116,15 @@ class Worker:
                 b.has_final[i] = False
 
     def step(self, ops: bytes, chunk: int, answer: Callable[[], None]) -> None:
-        """Run one op per env of the block (``ops[j]`` for env ``first + j``); call ``answer``
+        """Run one op per env (``ops[j]`` for env ``env_ids[j]``); call ``answer``
         after every ``chunk`` envs and after the last (``chunk`` 0: after the last only)."""
         self._to_prereset.clear()  # left over only if the previous command raised
         count = 0
+        env_ids = self.env_ids
         for j, op in enumerate(ops):
             if op == Op.IDLE:
                 continue
-            self._step_one(self.first + j, op)
+            self._step_one(env_ids[j], op)
             count += 1
             if chunk and count % chunk == 0:
                 answer()
@@ -144,7 +152,11 @@ class Worker:
             return
         b = self.buffers
         game = self.games[i]
-        reward, terminated, truncated, info = game.step(int(b.action[i]))
+        action = int(b.action[i])
+        action_map = self._action_maps.get(i)
+        if action_map is not None:
+            action = action_map[action]
+        reward, terminated, truncated, info = game.step(action)
         self._write(i, reward, terminated, truncated, info)
         if self.same_step and (terminated or truncated):
             # same-step autoreset: keep the ended episode's last step, start the next one now
@@ -159,6 +171,17 @@ class Worker:
             b.has_final[i] = False
             if self.prereset and (terminated or truncated):
                 self._to_prereset.append(i)
+
+    def probe(self) -> Dict[str, List[str]]:
+        """Build one game of each (ROM, options) this worker plays, which checks the options
+        against the ROM (mode, difficulty, FIRE, screen size); return each ROM's action names.
+        Several workers probe their games in parallel (one ROM load each)."""
+        names: Dict[str, List[str]] = {}
+        for rom, options in dict.fromkeys(self._games_spec.values()):
+            game = AtariGame(rom, options)
+            names[rom] = game.action_meanings()
+            game.close()
+        return names
 
     def render(self, env_ids: Sequence[int]) -> List[Any]:
         return [self._game(i, None).render_rgb() for i in env_ids]
@@ -210,8 +233,9 @@ def serve(conn: Connection) -> None:
             os.sched_setaffinity(0, {config.cpu})
         buffers = SharedBuffers(config.layout, config.block)
         worker = Worker(buffers, config)
+        names = worker.probe() if config.probe else None
         worker.reset(config.resets, restarted=config.restarted)
-        conn.send_bytes(protocol.READY)
+        conn.send_bytes(protocol.encode_ready(names))
         _serve_commands(conn, worker, buffers)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the trainer is gone

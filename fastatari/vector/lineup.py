@@ -1,0 +1,118 @@
+"""Which game each env plays, with which options, and on which worker.
+
+A vector env plays one game (``"breakout"``) or one per env (``["pong", "breakout", ...]``,
+the multi-task setting of Atari-57 agents). Games differ in emulation cost by several times,
+and a synchronous step waits for the slowest worker, so envs of several games are assigned to
+workers by cost (longest first, each to the least loaded worker) rather than in contiguous
+blocks. Costs come from ``game_costs.json``: agent-step times measured once per ROM by
+``python -m fastatari.bench.calibrate`` (relative costs are what matters here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+
+from fastatari.games import resolve_game
+from fastatari.options import AtariOptions
+
+__all__ = ["Lineup", "assign_workers", "game_costs", "make_lineup"]
+
+#: Options that may differ between games, given as a mapping ``{game: value}``.
+PER_GAME_OPTIONS = ("mode", "difficulty")
+COSTS_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "game_costs.json")
+
+
+@dataclass(frozen=True)
+class Lineup:
+    """The games of a vector env: ``games[i]`` is env ``i``'s ROM id."""
+
+    games: Tuple[str, ...]
+    names: Tuple[str, ...]  # the distinct games, in order of first appearance
+    options: Mapping[str, AtariOptions]  # each distinct game's options
+
+    @property
+    def multi(self) -> bool:
+        return len(self.names) > 1
+
+    def game_index(self) -> np.ndarray:
+        """Each env's game as an index into :attr:`names`."""
+        where = {name: k for k, name in enumerate(self.names)}
+        return np.array([where[g] for g in self.games], np.int64)
+
+    def env_games(self) -> Tuple[Tuple[str, AtariOptions], ...]:
+        """``(ROM, options)`` of every env, as workers take them."""
+        return tuple((g, self.options[g]) for g in self.games)
+
+
+def make_lineup(game: str | Sequence[str], num_envs: int,
+                options: Dict[str, Any]) -> Tuple[Lineup, AtariOptions]:
+    """Resolve ``game`` (one name, or one per env) and the options of each distinct game.
+
+    ``mode`` and ``difficulty`` may be mappings ``{game name: value}`` (games not named keep
+    the ROM's default). Returns the lineup and the options common to every game.
+    """
+    if isinstance(game, str):
+        games = (resolve_game(game),) * num_envs
+    else:
+        try:
+            games = tuple(resolve_game(g) for g in game)
+        except TypeError:
+            raise TypeError(f"game must be a name or a sequence of num_envs names, "
+                            f"got {game!r}") from None
+        if len(games) != num_envs:
+            raise ValueError(f"game must name one game per env: {len(games)} names for "
+                             f"num_envs={num_envs}")
+    names = tuple(dict.fromkeys(games))
+    per_game = {key: options.pop(key) for key in PER_GAME_OPTIONS
+                if isinstance(options.get(key), Mapping)}
+    common = AtariOptions.build(**options)
+    chosen: Dict[str, Dict[str, Any]] = {name: {} for name in names}
+    for key, mapping in per_game.items():
+        for name, value in mapping.items():
+            rom = resolve_game(name)
+            if rom not in chosen:
+                raise ValueError(f"{key} names {name!r}, which no env plays "
+                                 f"(games: {', '.join(names)})")
+            chosen[rom][key] = value
+    by_game = {name: common.replace(**chosen[name]) if chosen[name] else common
+               for name in names}
+    return Lineup(games, names, by_game), common
+
+
+def assign_workers(lineup: Lineup, num_workers: int, balance: bool = True) -> List[np.ndarray]:
+    """The envs of each worker, ascending. One game, or ``balance=False``: contiguous blocks,
+    as even as possible. Several games: by cost, longest first, each env to the worker with
+    the least cost so far (fewest envs on a tie)."""
+    n = len(lineup.games)
+    if not (balance and lineup.multi):
+        bounds = np.linspace(0, n, num_workers + 1).round().astype(int)
+        return [np.arange(bounds[k], bounds[k + 1]) for k in range(num_workers)]
+    costs = game_costs()
+    default = float(np.median(list(costs.values()))) if costs else 1.0
+    cost = np.array([costs.get(g, default) for g in lineup.games])
+    load = np.zeros(num_workers)
+    count = np.zeros(num_workers, np.int64)
+    owner = np.empty(n, np.int64)
+    for i in np.argsort(-cost, kind="stable"):
+        k = int(np.lexsort((count, load))[0])
+        owner[i] = k
+        load[k] += cost[i]
+        count[k] += 1
+    return [np.flatnonzero(owner == k) for k in range(num_workers)]
+
+
+@lru_cache(maxsize=1)
+def game_costs() -> Dict[str, float]:
+    """Microseconds per agent step (frame skip 4, random actions) for each ROM, as measured by
+    ``python -m fastatari.bench.calibrate``; empty if the table is missing."""
+    try:
+        with open(COSTS_FILE) as f:
+            return {k: float(v) for k, v in json.load(f)["us_per_step"].items()}
+    except (OSError, ValueError, KeyError):
+        return {}

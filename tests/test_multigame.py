@@ -1,0 +1,114 @@
+"""Several games in one vector env: every env byte-identical to its own AtariEnv, for any
+worker count and assignment, through episode ends; the Atari-57 suite; per-game options;
+cost-balanced assignment."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastatari
+from fastatari import AtariEnv, make_vec
+from fastatari.games import game_ids
+from fastatari.vector.lineup import assign_workers, game_costs, make_lineup
+
+KW = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400,
+          full_action_space=True)
+
+
+def run_against_single_envs(envs, games, steps, seed, rng, **kw):
+    """Step ``envs`` and one AtariEnv per game side by side (next-step autoreset by hand)."""
+    singles = [AtariEnv(g, **kw) for g in games]
+    # the pool's actions are ALE's 18 by name; a game without one (Skiing) plays NOOP there
+    names = envs.get_action_meanings()
+    maps = [[m.index(a) if a in m else m.index("NOOP") for a in names]
+            for m in (env.get_action_meanings() for env in singles)]
+    obs, info = envs.reset(seed=seed)
+    for i, env in enumerate(singles):
+        assert np.array_equal(obs[i], env.reset(seed=seed + i)[0]), games[i]
+    ended = np.zeros(len(games), bool)
+    ends = 0
+    for t in range(steps):
+        actions = rng.integers(0, envs.single_action_space.n, len(games))
+        obs, rew, term, trunc, info = envs.step(actions)
+        for i, env in enumerate(singles):
+            if ended[i]:
+                expected, *_ = env.reset()
+                exp_rew, exp_term, exp_trunc = 0.0, False, False
+            else:
+                expected, exp_rew, exp_term, exp_trunc, _ = env.step(maps[i][actions[i]])
+            assert np.array_equal(obs[i], expected), f"step {t}, env {i} ({games[i]})"
+            assert (rew[i], term[i], trunc[i]) == (exp_rew, exp_term, exp_trunc), (t, i)
+        ended = term | trunc
+        ends += int(ended.sum())
+    for env in singles:
+        env.close()
+    return ends
+
+
+@pytest.mark.parametrize("num_workers,balance", [(1, True), (3, True), (3, False)])
+def test_each_env_is_its_own_games_single_env(num_workers, balance):
+    games = ["pong", "breakout", "seaquest", "qbert"] * 2
+    rng = np.random.default_rng(num_workers)
+    with make_vec(games, len(games), num_workers=num_workers, balance=balance, **KW) as envs:
+        assert envs.games == tuple(games) and envs.rom is None
+        assert envs.game_names == ("pong", "breakout", "seaquest", "qbert")
+        ends = run_against_single_envs(envs, games, 120, 7, rng, **KW)
+        _, info = envs.reset(seed=0)
+        assert info["game_index"].tolist() == [0, 1, 2, 3] * 2
+    assert ends >= 4  # truncations at 400 frames, then autoresets
+
+
+def test_the_atari_57_suite_every_game():
+    suite = fastatari.suites.ATARI_57
+    assert len(set(suite)) == 57 and set(suite) <= set(game_ids())
+    rng = np.random.default_rng(57)
+    with make_vec(suite, 57, num_workers=2, **KW) as envs:
+        assert envs.single_action_space.n == 18  # Skiing's own set has 9
+        run_against_single_envs(envs, list(suite), 12, 100, rng, **KW)
+
+
+def test_atari_5_is_a_subset_of_the_57():
+    assert set(fastatari.suites.ATARI_5) <= set(fastatari.suites.ATARI_57)
+
+
+def test_different_action_sets_need_the_full_action_space():
+    with pytest.raises(ValueError, match="different action sets .*full_action_space=True"):
+        make_vec(["pong", "breakout"], 2, num_workers=1)
+    with pytest.raises(ValueError, match="one game per env: 3 names for num_envs=2"):
+        make_vec(["pong", "breakout", "qbert"], 2)
+    with pytest.raises(ValueError, match="unknown Atari game"):
+        make_vec(["pong", "pongg"], 2)
+
+
+def test_per_game_modes_as_a_mapping():
+    games = ["breakout", "pong"]
+    kw = dict(KW, mode={"Breakout": 4})
+    rng = np.random.default_rng(2)
+    with make_vec(games, 2, num_workers=2, **kw) as envs:
+        singles_kw = [dict(KW, mode=4), dict(KW)]
+        singles = [AtariEnv(g, **k) for g, k in zip(games, singles_kw, strict=True)]
+        obs, _ = envs.reset(seed=3)
+        for i, env in enumerate(singles):
+            assert np.array_equal(obs[i], env.reset(seed=3 + i)[0])
+        for _ in range(30):
+            a = rng.integers(0, 18, 2)
+            obs, *_ = envs.step(a)
+            for i, env in enumerate(singles):
+                assert np.array_equal(obs[i], env.step(int(a[i]))[0])
+    with pytest.raises(ValueError, match="mode names 'qbert', which no env plays"):
+        make_vec(games, 2, mode={"qbert": 0}, **KW)
+
+
+def test_cost_balanced_assignment_beats_contiguous_blocks():
+    costs = game_costs()
+    assert len(costs) >= 57  # the shipped table covers the suite
+    lineup, _ = make_lineup(list(fastatari.suites.ATARI_57), 57, dict(KW))
+    cost = np.array([costs[g] for g in lineup.games])
+    for workers in (2, 4, 8):
+        balanced = assign_workers(lineup, workers)
+        contiguous = assign_workers(lineup, workers, balance=False)
+        assert sorted(np.concatenate(balanced).tolist()) == list(range(57))
+        assert all(np.all(np.diff(b) > 0) for b in balanced)
+        slowest = max(cost[b].sum() for b in balanced)
+        assert slowest <= max(cost[b].sum() for b in contiguous)
+        assert slowest <= cost.sum() / workers + cost.max()  # greedy's bound
