@@ -1,8 +1,9 @@
 """Measure each game's emulation cost per agent step, for the vector env's worker assignment.
 
 ``python -m fastatari.bench.calibrate [--steps N] [--out PATH]`` plays every loadable ROM with
-random actions (frame skip 4, full action space, sticky actions off) and writes microseconds per
-agent step, the median of a few rounds, to ``fastatari/game_costs.json`` (what
+random actions (frame skip 4, full action space, sticky actions off), in rounds that go
+round-robin over the games, and writes microseconds per agent step, the median of the rounds,
+to ``fastatari/game_costs.json`` (what
 :func:`fastatari.vector.lineup.game_costs` reads). Only the ratios between games are used, so
 a table measured on one machine serves others.
 """
@@ -23,35 +24,48 @@ from fastatari.options import AtariOptions
 from fastatari.vector.lineup import COSTS_FILE
 
 
-def step_cost(rom: str, steps: int, rounds: int = 3, seed: int = 0) -> float:
-    """Median microseconds per agent step of ``rom`` under random play."""
+def step_costs(roms: list[str], steps: int, rounds: int, seed: int = 0,
+               progress=None) -> dict[str, float]:
+    """Median microseconds per agent step of each ROM under random play. Rounds go round-robin
+    over the games (a short loop of each per round), so a burst of other load on the machine
+    slows one round of every game rather than every round of one."""
     options = AtariOptions(repeat_action_probability=0.0, full_action_space=True)
-    game = AtariGame(rom, options, seed=seed)
     rng = np.random.default_rng(seed)
-    game.reset(seed)
-    times = []
-    for _ in range(rounds):
-        actions = rng.integers(0, game.num_actions, steps).tolist()
-        start = time.perf_counter()
-        for a in actions:
-            _, terminated, truncated, _ = game.step(a)
-            if terminated or truncated:
-                game.reset()
-        times.append((time.perf_counter() - start) / steps * 1e6)
-    game.close()
-    return statistics.median(times)
+    games = {}
+    for rom in roms:
+        games[rom] = AtariGame(rom, options, seed=seed)
+        games[rom].reset(seed)
+    times: dict[str, list[float]] = {rom: [] for rom in roms}
+    for r in range(rounds + 1):  # round 0 warms up
+        for rom, game in games.items():
+            actions = rng.integers(0, game.num_actions, steps).tolist()
+            start = time.perf_counter()
+            for a in actions:
+                _, terminated, truncated, _ = game.step(a)
+                if terminated or truncated:
+                    game.reset()
+            if r:
+                times[rom].append((time.perf_counter() - start) / steps * 1e6)
+        if progress:
+            progress(r, rounds)
+    for game in games.values():
+        game.close()
+    return {rom: statistics.median(t) for rom, t in times.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200, help="agent steps per round")
+    parser.add_argument("--steps", type=int, default=40, help="agent steps per game per round")
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out", default=COSTS_FILE)
     args = parser.parse_args(argv)
-    costs = {}
-    roms = game_ids()
-    for k, rom in enumerate(roms):
-        costs[rom] = round(step_cost(rom, args.steps), 1)
-        print(f"[{k + 1}/{len(roms)}] {rom}: {costs[rom]} us/step", file=sys.stderr)
+    roms = list(game_ids())
+
+    def progress(r: int, rounds: int) -> None:
+        print(f"round {r}/{rounds}", file=sys.stderr)
+
+    costs = {rom: round(us, 1) for rom, us in
+             step_costs(roms, args.steps, args.rounds, progress=progress).items()}
     table = {"about": "microseconds per agent step (frame skip 4, random actions); written by "
                       "python -m fastatari.bench.calibrate",
              "machine": platform.processor() or platform.machine(),
