@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import os
 from collections import deque
-from typing import Any, Deque, Dict, Optional
+from typing import Any, Deque, Dict, Optional, Tuple
 
 import gymnasium
 import numpy as np
@@ -25,6 +25,11 @@ FIELDS = ("last_return", "mean_return_100", "min_return", "max_return", "mean_le
           "episodes")
 
 _INSTALL_HINT = 'pip install "fastatari[tensorboard]"'
+
+
+def _game_key(name: str) -> str:
+    """The stats key of one game's mean return (multi-game envs)."""
+    return f"{name}/mean_return_100"
 
 
 def _summary_writer_class() -> Optional[type]:
@@ -44,15 +49,16 @@ def _summary_writer_class() -> Optional[type]:
 class _CsvWriter:
     """``episodes.csv`` in ``log_dir``: a header, then one row per report."""
 
-    def __init__(self, log_dir: str) -> None:
+    def __init__(self, log_dir: str, game_names: Tuple[str, ...] = ()) -> None:
         self.path = os.path.join(log_dir, "episodes.csv")
         self._file = open(self.path, "w", newline="")
         self._csv = csv.writer(self._file)
-        self._csv.writerow(("step",) + FIELDS)
+        self._columns = FIELDS + tuple(_game_key(name) for name in game_names)
+        self._csv.writerow(("step",) + self._columns)
         self._file.flush()
 
     def write(self, step: int, stats: Dict[str, float]) -> None:
-        self._csv.writerow([step] + [stats[name] for name in FIELDS])
+        self._csv.writerow([step] + [stats.get(name, float("nan")) for name in self._columns])
         self._file.flush()  # readable while training runs
 
     def close(self) -> None:
@@ -60,14 +66,16 @@ class _CsvWriter:
 
 
 class _TensorBoardWriter:
-    """Scalars ``episodes/<name>`` through a SummaryWriter."""
+    """Scalars ``episodes/<name>`` (and ``games/<game>/mean_return_100``) through a
+    SummaryWriter."""
 
     def __init__(self, log_dir: str, writer_class: type) -> None:
         self._writer = writer_class(log_dir)
 
     def write(self, step: int, stats: Dict[str, float]) -> None:
-        for name in FIELDS:
-            self._writer.add_scalar(f"episodes/{name}", stats[name], step)
+        for name, value in stats.items():
+            tag = f"games/{name}" if "/" in name else f"episodes/{name}"
+            self._writer.add_scalar(tag, value, step)
         self._writer.flush()
 
     def close(self) -> None:
@@ -85,7 +93,10 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
     * ``mean_return_100``: the mean return of the last 100 finished games (all envs);
     * ``min_return``, ``max_return``: over envs, of each env's latest finished game;
     * ``mean_length``: the mean length (agent steps) of the last 100 finished games;
-    * ``episodes``: finished games so far.
+    * ``episodes``: finished games so far;
+    * with several games in the env (its ``games``), ``<game>/mean_return_100`` per game: the
+      mean return of that game's last 100 finished games (TensorBoard tag
+      ``games/<game>/mean_return_100``, a CSV column per game).
 
     Parameters
     ----------
@@ -120,8 +131,14 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
                               f"tensorboardX: {_INSTALL_HINT}")
         self.log_dir = os.fspath(log_dir)
         os.makedirs(self.log_dir, exist_ok=True)
+        games = tuple(getattr(self.env, "games", ()) or ())
+        self.game_names: Tuple[str, ...] = tuple(dict.fromkeys(games)) if len(
+            set(games)) > 1 else ()
+        self._env_game = [self.game_names.index(g) for g in games] if self.game_names else []
+        self.game_returns: Dict[str, Deque[float]] = {name: deque(maxlen=100)
+                                                      for name in self.game_names}
         self.backend = "csv" if writer_class is None else "tensorboard"
-        self._writer = (_CsvWriter(self.log_dir) if writer_class is None
+        self._writer = (_CsvWriter(self.log_dir, self.game_names) if writer_class is None
                         else _TensorBoardWriter(self.log_dir, writer_class))
         self.log_every = log_every
         self.global_step = 0  # agent steps so far, summed over envs
@@ -164,6 +181,8 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
                 self.lengths.append(length)
                 self.last_return = r
                 self.episodes += 1
+                if self._env_game:
+                    self.game_returns[self.game_names[self._env_game[env_ids[j]]]].append(r)
         if self.global_step // self.log_every > before // self.log_every and self.episodes:
             self._writer.write(self.global_step, self.stats())
 
@@ -171,7 +190,7 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         """The values a report holds now (None before the first finished game)."""
         if not self.episodes:
             return None
-        return {
+        stats = {
             "last_return": self.last_return,
             "mean_return_100": float(np.mean(self.returns)),
             "min_return": float(np.nanmin(self.env_returns)),
@@ -179,6 +198,10 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
             "mean_length": float(np.mean(self.lengths)),
             "episodes": self.episodes,
         }
+        for name, returns in self.game_returns.items():
+            if returns:
+                stats[_game_key(name)] = float(np.mean(returns))
+        return stats
 
     def close(self, **kwargs: Any) -> None:
         """Close the log and the wrapped env."""

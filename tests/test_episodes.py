@@ -129,3 +129,29 @@ def test_missing_tensorboard_libraries(tmp_path, monkeypatch):
             EpisodeRecorder(envs, tmp_path, backend="wandb")
     finally:
         envs.close()
+
+
+def test_multi_game_envs_get_one_curve_per_game(tmp_path):
+    games = ["pong", "breakout", "breakout"]
+    envs = make_vec(games, 3, num_workers=1, full_action_space=True,
+                    repeat_action_probability=0.0, max_num_frames_per_episode=200)
+    recorder = EpisodeRecorder(envs, tmp_path / "run", backend="csv", log_every=50)
+    per_game = {"pong": [], "breakout": []}
+    try:
+        assert recorder.game_names == ("pong", "breakout")
+        recorder.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(200):
+            *_, info = recorder.step(rng.integers(0, 18, 3))
+            if "game" in info:
+                for i in np.flatnonzero(info["_game"]):
+                    per_game[games[i]].append(float(info["game"]["r"][i]))
+        stats = recorder.stats()
+    finally:
+        recorder.close()
+    assert all(per_game.values())
+    for name, returns in per_game.items():
+        assert stats[f"{name}/mean_return_100"] == pytest.approx(np.mean(returns[-100:]))
+    with open(tmp_path / "run" / "episodes.csv", newline="") as f:
+        header = next(csv.reader(f))
+    assert header == ["step", *FIELDS, "pong/mean_return_100", "breakout/mean_return_100"]
