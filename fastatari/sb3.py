@@ -54,8 +54,8 @@ from fastatari.vector import AtariVectorEnv
 __all__ = ["SB3AtariVecEnv", "make_vec_env"]
 
 # Per-env info keys copied from the vector env's info into each SB3 info dict: the schema's,
-# and the vector env's restart flag.
-_SCALAR_KEYS = tuple(f.name for f in INFO_FIELDS) + ("worker_restarted",)
+# the vector env's restart flag, and each env's game in a multi-game env.
+_SCALAR_KEYS = tuple(f.name for f in INFO_FIELDS) + ("worker_restarted", "game_index")
 # Keys that describe the new episode after a same-step reset (the rest describe the step).
 _RESET_KEYS = tuple(f.name for f in STATE_FIELDS)
 
