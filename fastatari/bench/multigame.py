@@ -56,7 +56,7 @@ from fastatari.bench.harness import (
     median_ratio,
     open_ale,
 )
-from fastatari.bench.vector import OTHER_LOAD_WARNING, TIMEOUT, LoadWatch
+from fastatari.bench.vector import OTHER_LOAD_WARNING, TIMEOUT, LoadWatch, stop_loops
 from fastatari.vector.placement import usable_cores
 
 __all__ = ["MODEL_WORKERS", "MULTIGAME_ENVS", "GameCost", "MultigameReport", "MultigameResult",
@@ -221,16 +221,7 @@ class MixCeiling:
                          self.run)
 
     def close(self) -> None:
-        for conn in self.conns:
-            with contextlib.suppress(OSError, ValueError):
-                conn.send(None)
-        for process in self.processes:
-            process.join(timeout=5.0)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=5.0)
-        for conn in self.conns:
-            conn.close()
+        stop_loops(self.conns, self.processes)
         self.processes, self.conns = [], []
 
 

@@ -189,17 +189,22 @@ class ParallelCeiling:
                               "together; all steps ÷ wall time")
 
     def close(self) -> None:
-        for conn in self.conns:
-            with contextlib.suppress(OSError, ValueError):
-                conn.send(None)
-        for process in self.processes:
-            process.join(timeout=5.0)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=5.0)
-        for conn in self.conns:
-            conn.close()
+        stop_loops(self.conns, self.processes)
         self.processes, self.conns = [], []
+
+
+def stop_loops(conns: list, processes: list) -> None:
+    """Ask loop processes to stop (``None`` on their pipe), then make sure they are gone."""
+    for conn in conns:
+        with contextlib.suppress(OSError, ValueError):
+            conn.send(None)
+    for process in processes:
+        process.join(timeout=5.0)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5.0)
+    for conn in conns:
+        conn.close()
 
 
 # --- The systems ---------------------------------------------------------------------------------
