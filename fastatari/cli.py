@@ -61,7 +61,7 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--seed", type=int, default=defaults.seed)
     bench.add_argument("--section", action="append", choices=SECTIONS, dest="sections",
                        help="measure only this section (repeatable; default: "
-                            f"{', '.join(DEFAULT_SECTIONS)}; transport, multigame only "
+                            f"{', '.join(DEFAULT_SECTIONS)}; transport, multigame, ray only "
                             "when named)")
     bench.add_argument("--quick", action="store_true",
                        help="fewer, shorter rounds: a smoke run, not figures to quote")

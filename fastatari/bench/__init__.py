@@ -16,6 +16,9 @@ Modules, each importing only those above it:
 ``multigame``
     the ``multigame`` section: pools of the Atari-57 games (cost-balanced and contiguous)
     against the ceiling of their mix, and a 57-game pool's start-up;
+``ray_section``
+    the ``ray`` section: :mod:`fastatari.ray` against the local vector env (sync, async,
+    rollout) on a simulated two-node cluster, and a model of a real cluster; needs Ray;
 ``runner``
     runs the chosen sections and builds the Markdown report.
 

@@ -9,7 +9,9 @@ preprocessing after emulation, fastatari's kernels on every SIMD path against Op
 ``vector`` times vector envs against gymnasium's AsyncVectorEnv, ale_py's AtariVectorEnv and
 EnvPool, plus scaling, start-up, memory and async (:mod:`fastatari.bench.vector`);
 ``transport`` times the vector env's transport alone, with workers that do not emulate, and
-models its cost at more cores (:mod:`fastatari.bench.transport`; only when asked for).
+models its cost at more cores (:mod:`fastatari.bench.transport`; only when asked for);
+``ray`` times :mod:`fastatari.ray` against the local vector env on a simulated two-node cluster
+(:mod:`fastatari.bench.ray_section`; only when asked for).
 ``multigame`` times pools of the Atari-57 games against their mix's ceiling
 (:mod:`fastatari.bench.multigame`; only when asked for).
 This module holds what every section shares (config, contenders, round-robin measurement,
@@ -39,7 +41,7 @@ SCREEN_SIZE = (84, 84)  # (width, height), OpenCV's order
 STACK_SIZE = 4
 MAX_FRAMES_PER_EPISODE = 108_000  # the v5 default, so the ceiling truncates like the envs do
 
-SECTIONS = ("envs", "kernels", "vector", "transport", "multigame")
+SECTIONS = ("envs", "kernels", "vector", "transport", "multigame", "ray")
 DEFAULT_SECTIONS = ("envs", "kernels", "vector")  # transport is a diagnostic: asked for by name
 CEILING = "raw ALE (4× ale.act)"
 
@@ -109,6 +111,7 @@ class Report:
     skipped: dict[str, str] = field(default_factory=dict)
     vector: Any = None  # vector.VectorReport when the section ran
     transport: Any = None  # transport.TransportReport when the section ran
+    ray: Any = None  # ray_section.RayReport when the section ran
     multigame: Any = None  # multigame.MultigameReport when the section ran
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 The ``envs`` and ``kernels`` contenders (:mod:`fastatari.bench.harness`) are timed together,
 round-robin; the ``vector`` section (:mod:`fastatari.bench.vector`) then runs its own groups
 and the ``transport`` section (:mod:`fastatari.bench.transport`) and the ``multigame`` section
-(:mod:`fastatari.bench.multigame`) their own rounds, under the
+(:mod:`fastatari.bench.multigame`) and the ``ray`` section (:mod:`fastatari.bench.ray_section`)
+their own rounds, under the
 same progress bar. This module sits above them all, so none imports the other's caller.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from fastatari.bench.harness import (
     measure,
 )
 from fastatari.bench.multigame import markdown_multigame, multigame_units, run_multigame
+from fastatari.bench.ray_section import markdown_ray, ray_units, run_ray
 from fastatari.bench.transport import markdown_transport, run_transport, transport_units
 from fastatari.bench.vector import markdown_vector, plan_vector, run_vector
 
@@ -42,9 +44,11 @@ def run_benchmark(config: BenchConfig,
     vector_plan = plan_vector(config) if "vector" in config.sections else None
     transport = "transport" in config.sections
     multigame = "multigame" in config.sections
+    on_ray = "ray" in config.sections
     total = (len(contenders) * (config.rounds + 1) + (vector_plan.units if vector_plan else 0)
              + (transport_units(config) if transport else 0)
-             + (multigame_units(config) if multigame else 0))
+             + (multigame_units(config) if multigame else 0)
+             + (ray_units(config) if on_ray else 0))
     bar = progress(total) if progress else None
     try:
         try:
@@ -58,6 +62,8 @@ def run_benchmark(config: BenchConfig,
             report.vector = run_vector(vector_plan, bar)
         if transport:
             report.transport = run_transport(config, bar)
+        if on_ray:
+            report.ray = run_ray(config, bar)
         if multigame:
             report.multigame = run_multigame(config, bar)
     finally:
@@ -83,6 +89,8 @@ def markdown_report(report: Report) -> str:
         parts.append(markdown_vector(report.vector, config))
     if report.transport is not None:
         parts.append(markdown_transport(report.transport))
+    if report.ray is not None:
+        parts.append(markdown_ray(report.ray))
     if report.multigame is not None:
         parts.append(markdown_multigame(report.multigame))
     return "\n\n".join(parts)
