@@ -20,15 +20,16 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
-                             ResetNeeded)
+from gymnasium.error import AlreadyPendingCallError
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from fastatari import validate
 from fastatari.game import ALE_ACTIONS, AtariGame
 from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
+from fastatari.vector import contract
 from fastatari.vector.buffers import Layout, SharedBuffers
+from fastatari.vector.contract import CallOrder, State
 from fastatari.vector.lineup import assign_workers, make_lineup
 from fastatari.vector.placement import resolve_cpus, usable_cores
 from fastatari.vector.pool import WorkerError, WorkerPool, raise_errors
@@ -42,25 +43,13 @@ __all__ = ["AtariVectorEnv", "WorkerError"]
 DEFAULT_TIMEOUT = 120.0
 
 
-class _State(enum.Enum):
-    NEEDS_RESET = "needs reset"
-    IDLE = "idle"
-    ASYNC = "async steps pending"  # some env sent and not yet returned by recv()
-    CLOSED = "closed"
-
-
 class _Phase(enum.IntEnum):
     IDLE = 0
     IN_FLIGHT = 1  # sent to its worker, not answered yet
     ANSWERED = 2  # answered, waiting for recv()
 
 
-# gymnasium's enum, its values ("NextStep", ...) and fastatari's snake-case names
-_AUTORESET_MODES = {key: mode for mode in AutoresetMode
-                    for key in (mode, mode.value, mode.name.lower())}
-
-
-class AtariVectorEnv(gymnasium.vector.VectorEnv):
+class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     """``num_envs`` Atari games stepped in parallel by worker processes.
 
     Every sub-env is byte-identical to fastatari's single :class:`~fastatari.AtariEnv` (and so
@@ -135,17 +124,14 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
                  max_crashes_without_progress: int = 3, max_restarts: Optional[int] = None,
                  cpus: Any = None, balance: bool = True, render_mode: Optional[str] = None,
                  **options: Any) -> None:
-        self._state = _State.CLOSED  # until construction succeeds
+        self._state = State.CLOSED  # until construction succeeds
         num_envs = validate.check_int("num_envs", num_envs, 1)
         if num_workers is None:
             num_workers = max(1, min(usable_cores(), num_envs))
         self.num_workers = validate.check_int("num_workers", num_workers, 1, num_envs)
         self.batch_size = validate.check_int(
             "batch_size", num_envs if batch_size is None else batch_size, 1, num_envs)
-        mode = _AUTORESET_MODES.get(autoreset_mode)  # type: ignore[call-overload]
-        if mode is None:
-            raise ValueError(f"autoreset_mode must be 'next_step', 'same_step' or 'disabled' (or "
-                             f"gymnasium's AutoresetMode), got {autoreset_mode!r}")
+        mode = contract.autoreset_mode(autoreset_mode)
         self.copy = validate.check_bool("copy", copy)
         self.timeout = validate.check_timeout("timeout", timeout)
         limit = validate.check_int("max_crashes_without_progress", max_crashes_without_progress, 1)
@@ -201,7 +187,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         except BaseException:
             self._pool.close()
             raise
-        self._state = _State.NEEDS_RESET
+        self._state = State.NEEDS_RESET
 
         self.single_observation_space = spaces.Box(0, 255, self.options.observation_shape,
                                                    np.uint8)
@@ -238,7 +224,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
     def _restart_resets(self, k: int) -> List[ResetRequest]:
         """The resets a replacement of worker ``k`` runs: each env seeded from its last seed
         and the restart count, so that a run with the same crashes replays exactly."""
-        if self._state is _State.NEEDS_RESET:
+        if self._state is State.NEEDS_RESET:
             return []  # no game exists yet: the first reset() builds them
         restarts = self._pool.restarts
         resets = []
@@ -253,8 +239,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         replies = self._pool.collect(workers, first=first)
         for k, reply in replies.items():
             self._apply(k, reply)
-        if self._state is _State.ASYNC and not self._phase.any():
-            self._state = _State.IDLE  # a worker error left nothing in flight
+        if self._state is State.ASYNC and not self._phase.any():
+            self._state = State.IDLE  # a worker error left nothing in flight
         raise_errors(replies)
         return replies
 
@@ -285,20 +271,8 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         return self._pool.restarts
 
     # -- validation ------------------------------------------------------------------------------
-    def _check_open(self) -> None:
-        if self._state is _State.CLOSED or self._pool.closed:
-            self._state = _State.CLOSED
-            raise ClosedEnvironmentError("this AtariVectorEnv is closed")
-
-    def _check_not_async(self, call: str) -> None:
-        self._check_open()
-        if self._state is _State.ASYNC:
-            raise AlreadyPendingCallError(
-                f"{call}() while async steps are pending: recv() them first", call)
-
-    def _check_was_reset(self, call: str) -> None:
-        if self._state is _State.NEEDS_RESET:
-            raise ResetNeeded(f"call reset() before {call}()")
+    def _is_closed(self) -> bool:
+        return self._state is State.CLOSED or self._pool.closed
 
     def _check_actions(self, actions: Any, count: int) -> np.ndarray:
         return validate.check_actions(actions, count, self._num_actions)
@@ -316,19 +290,9 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         in ale-py; they are checked before any env is touched.
         """
         self._check_not_async("reset")
-        mask = np.ones(self.num_envs, bool)
-        if options and "reset_mask" in options:
-            mask = options["reset_mask"]
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-                raise TypeError(f"reset_mask must be a numpy bool array, got "
-                                f"{getattr(mask, 'dtype', type(mask).__name__)}")
-            if mask.shape != (self.num_envs,):
-                raise ValueError(f"reset_mask must have shape ({self.num_envs},), "
-                                 f"got {mask.shape}")
-            if not mask.any():
-                raise ValueError("reset_mask selects no env")
-            if self._state is _State.NEEDS_RESET and not mask.all():
-                raise ValueError("the first reset() must reset every env (no reset_mask)")
+        mask = contract.reset_mask(options, self.num_envs, self._state is State.NEEDS_RESET)
+        if mask is None:
+            mask = np.ones(self.num_envs, bool)
         seeds = validate.check_seeds(seed, self.num_envs)
         ids = np.flatnonzero(mask)
         for i in ids:
@@ -345,7 +309,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
                         if r.kind is ReplyKind.RESTARTED}
         self._ended[ids] = False
         self._restarted[ids] = False
-        self._state = _State.IDLE
+        self._state = State.IDLE
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
         return obs, self._info(slice(None), mask)
 
@@ -389,21 +353,19 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         self._check_not_ended(ids)
         self._buf.action[ids] = actions
         self._dispatch(ids, self._chunk)
-        self._state = _State.ASYNC
+        self._state = State.ASYNC
 
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
         their ids in ``info["env_id"]``."""
-        self._check_open()
-        if self._state is not _State.ASYNC:
-            raise NoAsyncCallError("recv() without send(): no step is in flight", "recv")
+        self._check_async()
         want = min(self.batch_size, int((self._phase != _Phase.IDLE).sum()))
         while len(self._answered) < want:
             self._collect(self._pool.busy(), first=True)
         ids = np.array([self._answered.popleft() for _ in range(want)], np.int64)
         self._phase[ids] = _Phase.IDLE
         if not self._phase.any():
-            self._state = _State.IDLE  # everything sent was returned
+            self._state = State.IDLE  # everything sent was returned
         obs, reward, terminated, truncated, info = self._results(ids)
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
@@ -491,16 +453,6 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
         vector envs report them."""
         return tuple(-1 if s is None else s for s in self._seeds)
 
-    def _check_not_ended(self, ids: np.ndarray) -> None:
-        """With autoreset disabled, an env whose episode ended must be reset first."""
-        if self._next_step:
-            return
-        ended = ids[self._ended[ids]]
-        if ended.size:
-            raise ResetNeeded(f"env {int(ended[0])} ended its episode and autoreset_mode is "
-                              f"DISABLED: reset it first (reset(options={{'reset_mask': "
-                              f"mask}}))")
-
     # -- render, close -------------------------------------------------------------------------
     def render(self, env_ids: Any = None) -> Optional[np.ndarray]:
         """Raw RGB screens ``(len(env_ids), 210, 160, 3)`` (default: every env)."""
@@ -529,7 +481,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
 
     def close(self, **kwargs: Any) -> None:
         """Stop the workers and free the shared memory. Safe to call more than once."""
-        self._state = _State.CLOSED
+        self._state = State.CLOSED
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.close()
@@ -538,7 +490,7 @@ class AtariVectorEnv(gymnasium.vector.VectorEnv):
     def closed(self) -> bool:
         """Whether :meth:`close` has run (gymnasium's ``VectorEnv.closed``)."""
         pool = getattr(self, "_pool", None)
-        return self._state is _State.CLOSED or pool is None or pool.closed
+        return self._state is State.CLOSED or pool is None or pool.closed
 
     def __enter__(self) -> "AtariVectorEnv":
         return self

@@ -1,0 +1,95 @@
+"""gymnasium's vector-env contract, shared by the local vector env and the Ray one: the call
+order as an explicit state with gymnasium's exceptions, the autoreset modes' names, and the
+``reset_mask`` option's checks."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Dict, Optional
+
+import numpy as np
+from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
+                             ResetNeeded)
+from gymnasium.vector import AutoresetMode
+
+__all__ = ["CallOrder", "State", "autoreset_mode", "reset_mask"]
+
+# gymnasium's enum, its values ("NextStep", ...) and fastatari's snake-case names
+_AUTORESET_MODES = {key: mode for mode in AutoresetMode
+                    for key in (mode, mode.value, mode.name.lower())}
+
+
+def autoreset_mode(value: Any) -> AutoresetMode:
+    mode = _AUTORESET_MODES.get(value) if isinstance(value, (str, AutoresetMode)) else None
+    if mode is None:
+        raise ValueError(f"autoreset_mode must be 'next_step', 'same_step' or 'disabled' (or "
+                         f"gymnasium's AutoresetMode), got {value!r}")
+    return mode
+
+
+def reset_mask(options: Optional[Dict[str, Any]], num_envs: int,
+               first_reset: bool) -> Optional[np.ndarray]:
+    """``options["reset_mask"]`` checked as gymnasium's vector envs check it (TypeError for a
+    non-bool array, ValueError for a wrong shape or no env); None when it selects every env."""
+    if not options or "reset_mask" not in options:
+        return None
+    mask = options["reset_mask"]
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        raise TypeError(f"reset_mask must be a numpy bool array, got "
+                        f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"reset_mask must have shape ({num_envs},), got {mask.shape}")
+    if not mask.any():
+        raise ValueError("reset_mask selects no env")
+    if first_reset and not mask.all():
+        raise ValueError("the first reset() must reset every env (no reset_mask)")
+    return None if mask.all() else mask
+
+
+class State(enum.Enum):
+    NEEDS_RESET = "needs reset"
+    IDLE = "idle"
+    ASYNC = "async steps pending"  # some env sent and not yet returned by recv()
+    CLOSED = "closed"
+
+
+class CallOrder:
+    """The checks of a call's place in the order (a mixin): an env with ``_state``, ``_ended``
+    (per env: its last result ended an episode) and gymnasium's ``metadata``."""
+
+    _state: State
+    _ended: np.ndarray
+    metadata: Dict[str, Any]
+
+    def _is_closed(self) -> bool:
+        return self._state is State.CLOSED
+
+    def _check_open(self) -> None:
+        if self._is_closed():
+            self._state = State.CLOSED
+            raise ClosedEnvironmentError(f"this {type(self).__name__} is closed")
+
+    def _check_not_async(self, call: str) -> None:
+        self._check_open()
+        if self._state is State.ASYNC:
+            raise AlreadyPendingCallError(
+                f"{call}() while async steps are pending: recv() them first", call)
+
+    def _check_async(self) -> None:
+        self._check_open()
+        if self._state is not State.ASYNC:
+            raise NoAsyncCallError("recv() without send(): no step is in flight", "recv")
+
+    def _check_was_reset(self, call: str) -> None:
+        if self._state is State.NEEDS_RESET:
+            raise ResetNeeded(f"call reset() before {call}()")
+
+    def _check_not_ended(self, ids: np.ndarray) -> None:
+        """With autoreset disabled, an env whose episode ended must be reset first."""
+        if self.metadata.get("autoreset_mode") is not AutoresetMode.DISABLED:
+            return
+        ended = ids[self._ended[ids]]
+        if ended.size:
+            raise ResetNeeded(f"env {int(ended[0])} ended its episode and autoreset_mode is "
+                              f"DISABLED: reset it first (reset(options={{'reset_mask': "
+                              f"mask}}))")
