@@ -89,6 +89,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     timeout : float or None
         Seconds one call may wait for the workers (default 120). A worker that has not answered
         by then is killed and restarted like a crashed one, with a warning. None waits forever.
+        A worker's start (a fresh interpreter, its imports and ROM checks) gets at least 60 s.
     max_crashes_without_progress : int
         A worker that dies this many times in a row without answering a command in between
         (default 3: a broken install, a ROM that crashes at once) raises ``RuntimeError`` with

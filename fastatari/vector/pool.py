@@ -38,6 +38,11 @@ class WorkerError(RuntimeError):
     """A Python exception inside a worker; the message carries the worker's traceback."""
 
 
+#: The least time a worker gets to start (a fresh interpreter, its imports and ROM checks),
+#: whatever ``timeout`` is: a step's deadline is no measure of a start on a loaded machine,
+#: and a start cut short would only be tried again, just as short.
+MIN_START_SECONDS = 60.0
+
 # (envs a reply covers, whether it is the last reply of its command)
 Owed = Tuple[np.ndarray, bool]
 _NO_ENVS = np.zeros(0, np.int64)
@@ -200,7 +205,10 @@ class WorkerPool:
         to :func:`raise_errors`. Ctrl-C or any other exception here closes the pool."""
         replies: Dict[int, Reply] = {}
         waiting = {self._res.workers[k].conn: k for k in workers}  # type: ignore[union-attr]
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        timeout = self.timeout
+        if timeout is not None and expect is ReplyKind.READY:
+            timeout = max(timeout, MIN_START_SECONDS)
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while waiting and not (first and replies):
                 ready = _wait(list(waiting), _remaining(deadline))
@@ -210,7 +218,11 @@ class WorkerPool:
                     break
                 for conn in ready:
                     k = waiting.pop(conn)
+                    restarts = self.restarts
                     replies[k] = self._receive(k, expect)
+                    if self.restarts != restarts and timeout is not None:
+                        # a replacement's start is not the others' time to answer
+                        deadline = time.monotonic() + timeout
         except BaseException:
             self.close()
             raise
