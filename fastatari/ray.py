@@ -81,8 +81,10 @@ class Rollout(NamedTuple):
     """``T`` steps of all envs under one policy (:meth:`RayAtariVectorEnv.rollout`).
 
     ``obs[t]`` is what the policy saw at step ``t``, ``actions[t]`` what it chose,
-    ``rewards[t]``, ``terminated[t]``, ``truncated[t]`` and ``infos[t]`` (a batched info dict)
-    the step's outcome; ``next_obs`` is the observation after the last step.
+    ``rewards[t]``, ``terminated[t]`` and ``truncated[t]`` the step's outcome; ``next_obs`` is
+    the observation after the last step. ``info`` holds the steps' batched info dicts stacked:
+    each entry ``(T, N)`` with its ``_key`` mask ``(T, N)`` (``info["game"]["r"][t, i]`` is
+    the return of env ``i``'s game that ended at step ``t``, where ``info["_game"][t, i]``).
     """
 
     obs: np.ndarray  # (T, N, *obs_shape) uint8
@@ -91,7 +93,7 @@ class Rollout(NamedTuple):
     terminated: np.ndarray  # (T, N) bool
     truncated: np.ndarray  # (T, N) bool
     next_obs: np.ndarray  # (N, *obs_shape) uint8
-    infos: List[Dict[str, Any]]
+    info: Dict[str, Any]  # entries (T, N)
 
 
 # -- batched info dicts ------------------------------------------------------------------------
@@ -101,16 +103,19 @@ def _take(info: Dict[str, Any], rows: Any) -> Dict[str, Any]:
             for key, value in info.items()}
 
 
-def _blank(like: np.ndarray, count: int) -> np.ndarray:
-    """``count`` rows of 'no entry': zeros (False for masks), None for object arrays."""
+def _blank(like: np.ndarray, count: int, axis: int = 0) -> np.ndarray:
+    """``count`` rows (along ``axis``) of 'no entry' shaped like ``like``: zeros (False for
+    masks), None for object arrays."""
+    shape = like.shape[:axis] + (count,) + like.shape[axis + 1:]
     if like.dtype == object:
-        return np.full(count, None, object)
-    return np.zeros((count,) + like.shape[1:], like.dtype)
+        return np.full(shape, None, object)
+    return np.zeros(shape, like.dtype)
 
 
-def _concat(pieces: Sequence[Tuple[Dict[str, Any], int]]) -> Dict[str, Any]:
-    """One batched info dict from ``(info, rows)`` pieces, in order. A key some pieces lack is
-    'no entry' for their rows (zeros, its ``_key`` mask False), as gymnasium batches infos."""
+def _concat(pieces: Sequence[Tuple[Dict[str, Any], int]], axis: int = 0) -> Dict[str, Any]:
+    """One batched info dict from ``(info, rows)`` pieces, joined along ``axis`` (the envs'
+    axis). A key some pieces lack is 'no entry' for their rows (zeros, its ``_key`` mask
+    False), as gymnasium batches infos."""
     keys: Dict[str, None] = {}
     for info, _ in pieces:
         keys.update(dict.fromkeys(info))
@@ -119,11 +124,30 @@ def _concat(pieces: Sequence[Tuple[Dict[str, Any], int]]) -> Dict[str, Any]:
         values = [info.get(key) for info, _ in pieces]
         if any(isinstance(value, dict) for value in values):
             out[key] = _concat([(value or {}, rows)
-                                for value, (_, rows) in zip(values, pieces, strict=True)])
+                                for value, (_, rows) in zip(values, pieces, strict=True)], axis)
             continue
         like = next(value for value in values if value is not None)
-        out[key] = np.concatenate([value if value is not None else _blank(like, rows)
-                                   for value, (_, rows) in zip(values, pieces, strict=True)])
+        out[key] = np.concatenate([value if value is not None else _blank(like, rows, axis)
+                                   for value, (_, rows) in zip(values, pieces, strict=True)],
+                                  axis=axis)
+    return out
+
+
+def _stack(infos: Sequence[Dict[str, Any]], count: int) -> Dict[str, Any]:
+    """Batched info dicts of ``count`` envs, one per step, as one dict of ``(T, count)``
+    entries ('no entry' where a step lacks a key)."""
+    keys: Dict[str, None] = {}
+    for info in infos:
+        keys.update(dict.fromkeys(info))
+    out: Dict[str, Any] = {}
+    for key in keys:
+        values = [info.get(key) for info in infos]
+        if any(isinstance(value, dict) for value in values):
+            out[key] = _stack([value or {} for value in values], count)
+            continue
+        like = next(value for value in values if value is not None)
+        out[key] = np.stack([value if value is not None else _blank(like, count)
+                             for value in values])
     return out
 
 
@@ -153,6 +177,7 @@ class EnvActor:
         self.notice = np.zeros(num_envs, bool)
         self.notice_info: Dict[str, Any] = {}
         self.autoreset = np.zeros(num_envs, bool)
+        self.rollout_obs: Optional[np.ndarray] = None
 
     def describe(self) -> Dict[str, Any]:
         import os
@@ -257,7 +282,11 @@ class EnvActor:
         self._check(epoch)
         assert self.obs is not None
         count = self.num_envs
-        obs = np.empty((num_steps,) + self.obs.shape, self.obs.dtype)
+        # kept between calls (a result is copied into the object store as it is returned):
+        # the observations' pages are touched once, not at every rollout
+        if self.rollout_obs is None or len(self.rollout_obs) != num_steps:
+            self.rollout_obs = np.empty((num_steps,) + self.obs.shape, self.obs.dtype)
+        obs = self.rollout_obs
         actions = np.empty((num_steps, count), np.int64)
         rewards = np.empty((num_steps, count), np.float64)
         terminated = np.empty((num_steps, count), bool)
@@ -268,7 +297,7 @@ class EnvActor:
             actions[t] = validate.check_actions(policy(obs[t]), count, self.num_actions)
             _, _, rewards[t], terminated[t], truncated[t], info = self._step(actions[t], None)
             infos.append(info)
-        return obs, actions, rewards, terminated, truncated, self.obs, infos
+        return obs, actions, rewards, terminated, truncated, self.obs, _stack(infos, count)
 
     def render(self, epoch: int, ids: np.ndarray) -> Optional[np.ndarray]:
         self._check(epoch)
@@ -777,12 +806,11 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
         obs, actions, rewards, terminated, truncated = (
             np.concatenate([part[c] for part in parts], axis=1) for c in range(5))
         next_obs = np.concatenate([part[5] for part in parts])
-        infos = [_concat([(part[6][t], len(block))
-                          for part, block in zip(parts, self.blocks, strict=True)])
-                 for t in range(num_steps)]
+        info = _concat([(part[6], len(block))
+                        for part, block in zip(parts, self.blocks, strict=True)], axis=1)
         if self._same_step:
-            self._record(slice(None), next_obs, None, None, infos[-1])
-        return Rollout(obs, actions, rewards, terminated, truncated, next_obs, infos)
+            self._record(slice(None), next_obs, None, None, _take(info, -1))
+        return Rollout(obs, actions, rewards, terminated, truncated, next_obs, info)
 
     # -- seeds, render, close ------------------------------------------------------------------
     @property

@@ -326,10 +326,9 @@ def test_actor_sigkill_during_async_and_rollout(cluster):
         os.kill(envs.actor_info()[0]["pid"], signal.SIGKILL)
         policy = ObsPolicy()
         out = envs.rollout(policy, 6)
-        assert out.infos[0]["worker_restarted"][:3].all()
-        assert out.truncated[0, :3].all()
-        assert not any(info.get("worker_restarted", np.zeros(6, bool))[:3].any()
-                       for info in out.infos[1:])
+        assert out.info["worker_restarted"][0, :3].all()
+        assert out.info["_worker_restarted"][0, :3].all() and out.truncated[0, :3].all()
+        assert not out.info["_worker_restarted"][1:, :3].any()  # once
         local_obs = results[-1][1][0]  # the local env's observations now
         for t in range(6):  # actor 1's envs: the policy stepped by hand on the local env
             np.testing.assert_array_equal(out.obs[t, 3:], local_obs[3:])
@@ -386,7 +385,7 @@ def test_rollout_equals_stepping_by_hand(cluster):
             np.testing.assert_array_equal(out.rewards[t], reward)
             np.testing.assert_array_equal(out.terminated[t], term)
             np.testing.assert_array_equal(out.truncated[t], trunc)
-            same_info(out.infos[t], info)
+            same_info(fa_ray._take(out.info, t), info)
         np.testing.assert_array_equal(out.next_obs, obs)
         ref = ray.put(policy)  # an ObjectRef works too
         assert envs.rollout(ref, 2).actions.shape == (2, NUM_ENVS)

@@ -12,7 +12,8 @@ and calls cost, not what a second machine would add.
 every env; ``async``, two batches in flight per actor (local: two batches in flight), each batch
 sent back as soon as ``recv`` returns it; ``rollout``, ``ROLLOUT_STEPS`` steps of a picklable
 random policy (:class:`RandomPolicy`) per call, run by the actors on their nodes, and by a plain
-loop over ``step`` for ``local`` that stores the same ``(T, N, ...)`` arrays. Rounds go
+loop over ``step`` for ``local`` that fills the same ``(T, N, ...)`` arrays (allocated once,
+as a training loop does). Rounds go
 round-robin over every system and mode; the ratio to ``local`` is taken per round, against the
 same mode's local time in that round, and the median is reported.
 
@@ -164,9 +165,11 @@ def _contender(system: str, mode: str, opened: tuple[Any, dict[str, np.ndarray]]
     calls = max(1, config.vector_steps // (ROLLOUT_STEPS * num_envs))
     policy = RandomPolicy(num_actions, config.seed)
     if system == LOCAL:
+        storage = _storage(env, current["obs"], ROLLOUT_STEPS)
+
         def run(round_index: int) -> None:
             for _ in range(calls):
-                _local_rollout(env, current, policy, ROLLOUT_STEPS)
+                _local_rollout(env, current, policy, storage)
     else:
         def run(round_index: int) -> None:
             for _ in range(calls):
@@ -175,18 +178,24 @@ def _contender(system: str, mode: str, opened: tuple[Any, dict[str, np.ndarray]]
     return Contender("ray", name, calls * ROLLOUT_STEPS * num_envs, run)
 
 
-def _local_rollout(env: Any, current: dict[str, np.ndarray],
-                   policy: Callable[[np.ndarray], np.ndarray], steps: int) -> None:
-    """What ``rollout`` does on an actor, as a loop in this process: the same arrays.
-    ``current["obs"]``: the envs' observations now (updated)."""
+def _storage(env: Any, obs: np.ndarray, steps: int) -> dict[str, np.ndarray]:
+    """A training loop's rollout storage, allocated once (as CleanRL's scripts do)."""
     count = env.num_envs
-    obs = np.empty((steps,) + current["obs"].shape, current["obs"].dtype)
-    actions = np.empty((steps, count), np.int64)
-    rewards = np.empty((steps, count))
-    terminated = np.empty((steps, count), bool)
-    truncated = np.empty((steps, count), bool)
+    return {"obs": np.zeros((steps,) + obs.shape, obs.dtype),
+            "actions": np.zeros((steps, count), np.int64),
+            "rewards": np.zeros((steps, count)), "terminated": np.zeros((steps, count), bool),
+            "truncated": np.zeros((steps, count), bool)}
+
+
+def _local_rollout(env: Any, current: dict[str, np.ndarray],
+                   policy: Callable[[np.ndarray], np.ndarray],
+                   storage: dict[str, np.ndarray]) -> None:
+    """What ``rollout`` does on an actor, as a loop in this process, into ``storage``.
+    ``current["obs"]``: the envs' observations now (updated)."""
+    obs, actions, rewards = storage["obs"], storage["actions"], storage["rewards"]
+    terminated, truncated = storage["terminated"], storage["truncated"]
     infos = []
-    for t in range(steps):
+    for t in range(len(obs)):
         obs[t] = current["obs"]
         actions[t] = policy(obs[t])
         current["obs"], rewards[t], terminated[t], truncated[t], info = env.step(actions[t])
