@@ -42,8 +42,7 @@ from typing import Any, Deque, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
-                             ResetNeeded)
+from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
@@ -57,6 +56,8 @@ from fastatari import validate
 from fastatari.games import resolve_game
 from fastatari.options import AtariOptions
 from fastatari.schema import info_fields
+from fastatari.vector.contract import CallOrder, State, reset_mask
+from fastatari.vector.contract import autoreset_mode as autoreset_mode_of
 
 __all__ = ["ActorRestarted", "RayAtariVectorEnv", "Rollout", "make_vec"]
 
@@ -66,9 +67,6 @@ DEFAULT_ACTOR_TIMEOUT = 300.0
 #: What ``close`` waits for the actors to stop their workers before killing them.
 CLOSE_WAIT = 30.0
 
-# gymnasium's enum, its values ("NextStep", ...) and fastatari's snake-case names
-_AUTORESET_MODES = {key: mode for mode in AutoresetMode
-                    for key in (mode, mode.value, mode.name.lower())}
 _PLACEMENTS = ("node", "spread", "default")
 
 
@@ -308,13 +306,6 @@ class EnvActor:
 
 
 # -- the driver --------------------------------------------------------------------------------
-class _State(enum.Enum):
-    NEEDS_RESET = "needs reset"
-    IDLE = "idle"
-    ASYNC = "async steps pending"
-    CLOSED = "closed"
-
-
 class _Phase(enum.IntEnum):
     IDLE = 0
     IN_FLIGHT = 1  # in a call to its actor
@@ -370,7 +361,7 @@ def _release(actors: List[Any], owns_ray: bool) -> None:
                 ray.shutdown()
 
 
-class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
+class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     """``num_envs`` Atari games on ``num_actors`` Ray actors, each owning a local vector env.
 
     Made by :func:`make_vec`; see there for the parameters.
@@ -385,15 +376,12 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
                  actor_timeout: Optional[float] = DEFAULT_ACTOR_TIMEOUT,
                  max_crashes_without_progress: int = 3, max_restarts: Optional[int] = None,
                  render_mode: Optional[str] = None, **kwargs: Any) -> None:
-        self._state = _State.CLOSED  # until construction succeeds
+        self._state = State.CLOSED  # until construction succeeds
         self._actors: List[Any] = []
         num_envs = validate.check_int("num_envs", num_envs, 1)
         self.batch_size = validate.check_int(
             "batch_size", num_envs if batch_size is None else batch_size, 1, num_envs)
-        mode = _AUTORESET_MODES.get(autoreset_mode)
-        if mode is None:
-            raise ValueError(f"autoreset_mode must be 'next_step', 'same_step' or 'disabled' (or "
-                             f"gymnasium's AutoresetMode), got {autoreset_mode!r}")
+        mode = autoreset_mode_of(autoreset_mode)
         self.copy = validate.check_bool("copy", copy)  # results are always fresh arrays
         self.actor_timeout = validate.check_timeout("actor_timeout", actor_timeout)
         self.max_crashes_without_progress = validate.check_int(
@@ -470,7 +458,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
         self._last_obs = np.zeros((num_envs,) + shape, np.uint8) if self._same_step else None
         self._last_info = {f.name: np.zeros(num_envs, f.dtype)
                            for f in info_fields(self.options)} if self._same_step else None
-        self._state = _State.NEEDS_RESET
+        self._state = State.NEEDS_RESET
 
         self.single_observation_space = spaces.Box(0, 255, shape, np.uint8)
         self.single_action_space = spaces.Discrete(self._num_actions)
@@ -532,7 +520,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
             try:
                 value = ray.get(ref)
             except _LOST as error:
-                if self._state is _State.CLOSED:
+                if self._state is State.CLOSED:
                     raise ClosedEnvironmentError("this RayAtariVectorEnv is closed") from error
                 if call.epoch == self._epoch[call.actor]:
                     self._recover(call.actor, error)
@@ -566,7 +554,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
         self._epoch[k] += 1
         block = self.blocks[k]
         seeds = final_obs = final_info = None
-        if self._state is not _State.NEEDS_RESET:  # no game exists before the first reset
+        if self._state is not State.NEEDS_RESET:  # no game exists before the first reset
             seeds = []
             for i in block:
                 base = self._seeds[i] if self._seeds[i] is not None else i
@@ -612,30 +600,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
             self.close()
             raise RuntimeError(f"actor {k} died: {cause}; {why}")
 
-    # -- validation ------------------------------------------------------------------------------
-    def _check_open(self) -> None:
-        if self._state is _State.CLOSED:
-            raise ClosedEnvironmentError("this RayAtariVectorEnv is closed")
-
-    def _check_not_async(self, call: str) -> None:
-        self._check_open()
-        if self._state is _State.ASYNC:
-            raise AlreadyPendingCallError(
-                f"{call}() while async steps are pending: recv() them first", call)
-
-    def _check_was_reset(self, call: str) -> None:
-        if self._state is _State.NEEDS_RESET:
-            raise ResetNeeded(f"call reset() before {call}()")
-
-    def _check_not_ended(self, ids: np.ndarray) -> None:
-        if not self._disabled:
-            return
-        ended = ids[self._ended[ids]]
-        if ended.size:
-            raise ResetNeeded(f"env {int(ended[0])} ended its episode and autoreset_mode is "
-                              f"DISABLED: reset it first (reset(options={{'reset_mask': "
-                              f"mask}}))")
-
+    # -- bookkeeping -----------------------------------------------------------------------------
     def _owner(self, ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self._lasts, ids)
 
@@ -655,21 +620,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
               options: Optional[Dict[str, Any]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
         """Reset all envs (or those in ``options["reset_mask"]``); seeds as the local env's."""
         self._check_not_async("reset")
-        mask = None
-        if options and "reset_mask" in options:
-            mask = options["reset_mask"]
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-                raise TypeError(f"reset_mask must be a numpy bool array, got "
-                                f"{getattr(mask, 'dtype', type(mask).__name__)}")
-            if mask.shape != (self.num_envs,):
-                raise ValueError(f"reset_mask must have shape ({self.num_envs},), "
-                                 f"got {mask.shape}")
-            if not mask.any():
-                raise ValueError("reset_mask selects no env")
-            if self._state is _State.NEEDS_RESET and not mask.all():
-                raise ValueError("the first reset() must reset every env (no reset_mask)")
-            if mask.all():
-                mask = None
+        mask = reset_mask(options, self.num_envs, self._state is State.NEEDS_RESET)
         seeds = validate.check_seeds(seed, self.num_envs)
         refs = []
         for k, block in enumerate(self.blocks):
@@ -681,7 +632,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
             if seeds[i] is not None:
                 self._seeds[i] = seeds[i]
         self._ended[chosen] = False
-        self._state = _State.IDLE
+        self._state = State.IDLE
         obs = np.concatenate([o for o, _ in results])
         info = _concat([(i or {}, len(b)) for (_, i), b in zip(results, self.blocks, strict=True)])
         if self._same_step:
@@ -729,14 +680,12 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
             mine = owners == k
             self._submit(k, "step", actions[mine], ids[mine] - self._starts[k], ids=ids[mine])
         self._phase[ids] = _Phase.IN_FLIGHT
-        self._state = _State.ASYNC
+        self._state = State.ASYNC
 
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """The first ``batch_size`` envs to finish across actors (fewer if fewer are in
         flight), with their ids in ``info["env_id"]``."""
-        self._check_open()
-        if self._state is not _State.ASYNC:
-            raise NoAsyncCallError("recv() without send(): no step is in flight", "recv")
+        self._check_async()
         want = min(self.batch_size, int((self._phase != _Phase.IDLE).sum()))
         while self._answered_count < want:
             ready, _ = ray.wait(list(self._calls), num_returns=1)
@@ -748,7 +697,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
                 if not self.closed:
                     self._phase[envs] = _Phase.IDLE  # no result for these: idle again
                     if not self._phase.any():
-                        self._state = _State.IDLE
+                        self._state = State.IDLE
                 raise
             ids = local + self._starts[call.actor]
             self._record(ids, obs, terminated, truncated, info)
@@ -768,7 +717,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
         ids = np.concatenate([p.ids for p in parts])
         self._phase[ids] = _Phase.IDLE
         if not self._phase.any():
-            self._state = _State.IDLE
+            self._state = State.IDLE
         info = _concat([(p.info, p.ids.size) for p in parts])
         info["env_id"] = ids
         return (np.concatenate([p.obs for p in parts]),
@@ -840,9 +789,9 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
 
     def close(self, **kwargs: Any) -> None:
         """Stop every actor's workers, then the actors. Safe to call more than once."""
-        if self._state is _State.CLOSED and not self._actors:
+        if self._state is State.CLOSED and not self._actors:
             return
-        self._state = _State.CLOSED
+        self._state = State.CLOSED
         if self._actors and ray.is_initialized():
             refs = []
             for actor in self._actors:
@@ -858,7 +807,7 @@ class RayAtariVectorEnv(gymnasium.vector.VectorEnv):
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` has run (gymnasium's ``VectorEnv.closed``)."""
-        return self._state is _State.CLOSED
+        return self._state is State.CLOSED
 
     def __enter__(self) -> "RayAtariVectorEnv":
         return self
