@@ -41,6 +41,8 @@ def cluster():
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:
+        # loopback only: these variables must be set before ray is first imported
+        assert cluster.address.startswith("127.0.0.1:"), cluster.address
         for _ in range(2):
             cluster.add_node(num_cpus=1)
         ray.init(address=cluster.address, log_to_driver=False)

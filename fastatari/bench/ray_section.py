@@ -102,6 +102,10 @@ def simulated_cluster() -> Iterator[Any]:
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:
+        if not cluster.address.startswith("127.0.0.1:"):
+            raise RuntimeError(f"the simulated cluster is not on loopback ({cluster.address}): "
+                               "ray was imported before RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 "
+                               "was set")
         for _ in range(2):
             cluster.add_node(num_cpus=2)
         ray.init(address=cluster.address, log_to_driver=False)
