@@ -37,7 +37,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Deque, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
@@ -54,10 +54,10 @@ except ImportError as error:  # pragma: no cover - depends on the install
 
 from fastatari import validate
 from fastatari.games import resolve_game
-from fastatari.options import AtariOptions
 from fastatari.schema import info_fields
 from fastatari.vector.contract import CallOrder, State, reset_mask
 from fastatari.vector.contract import autoreset_mode as autoreset_mode_of
+from fastatari.vector.lineup import PER_GAME_OPTIONS, make_lineup
 
 __all__ = ["ActorRestarted", "RayAtariVectorEnv", "Rollout", "make_vec"]
 
@@ -161,10 +161,10 @@ class EnvActor:
     resets it (``autoreset``), as the local env does after a worker restart.
     """
 
-    def __init__(self, rom: str, num_envs: int, vector_kwargs: Dict[str, Any]) -> None:
+    def __init__(self, game: Any, num_envs: int, vector_kwargs: Dict[str, Any]) -> None:
         from fastatari.vector import make_vec as local_make_vec
 
-        self.env = local_make_vec(rom, num_envs, copy=False, **vector_kwargs)
+        self.env = local_make_vec(game, num_envs, copy=False, **vector_kwargs)
         mode = self.env.metadata["autoreset_mode"]
         self.next_step = mode == AutoresetMode.NEXT_STEP
         self.same_step = mode == AutoresetMode.SAME_STEP
@@ -398,10 +398,15 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         if actor_options.get("max_task_retries", 0) != 0:
             raise ValueError("actor_options must not set max_task_retries: a step re-run on a "
                              "restarted actor would silently diverge from what was reported")
-        vector_keys = {"timeout", "cpus"}
+        vector_keys = {"timeout", "cpus", "balance"}
         vector_kwargs = {key: kwargs.pop(key) for key in vector_keys & set(kwargs)}
-        self.options = AtariOptions.build(**kwargs)  # ValueError here, before any actor
-        self.rom = resolve_game(game)
+        # games and options checked here, before any actor (ValueError, TypeError)
+        self._lineup, self.options = make_lineup(game, num_envs, dict(kwargs))
+        self.games: Tuple[str, ...] = self._lineup.games
+        self.game_names: Tuple[str, ...] = self._lineup.names
+        self.rom: Optional[str] = None if self._lineup.multi else self.games[0]
+        # several games: info["game_index"] indexes game_names (each actor's own is local)
+        self._game_index = self._lineup.game_index() if self._lineup.multi else None
         self.num_envs = num_envs
         self.render_mode = render_mode
         self.metadata = dict(self.metadata, autoreset_mode=mode)
@@ -444,6 +449,14 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._crashes = [0] * self.num_actors  # deaths since the actor last answered a call
         self.restarts = 0
         self.nodes = [d["node_id"] for d in described]
+        differ = [k for k, d in enumerate(described)
+                  if d["action_meanings"] != described[0]["action_meanings"]]
+        if differ:
+            self._finalizer()
+            raise ValueError(f"these games have different action sets (actor 0: "
+                             f"{described[0]['action_meanings']}; actor {differ[0]}: "
+                             f"{described[differ[0]]['action_meanings']}): pass "
+                             f"full_action_space=True to give every env the 18 actions")
         self._action_meanings = described[0]["action_meanings"]
         self._num_actions = described[0]["num_actions"]
 
@@ -478,8 +491,19 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
             options["scheduling_strategy"] = "SPREAD"
         elif placement != "default":
             options["scheduling_strategy"] = placement
-        return _actor_class().options(**options).remote(self.rom, len(self.blocks[k]),
-                                                        vector_kwargs)
+        block = self.blocks[k]
+        games = self.games[block.start:block.stop]
+        mine = dict(vector_kwargs)
+        for key in PER_GAME_OPTIONS:  # {game: value}: only the games of this block
+            value = mine.get(key)
+            if isinstance(value, Mapping):
+                kept = {name: v for name, v in value.items() if resolve_game(name) in games}
+                if kept:
+                    mine[key] = kept
+                else:
+                    del mine[key]
+        game = self.rom if self.rom is not None else list(games)
+        return _actor_class().options(**options).remote(game, len(block), mine)
 
     def _start_actors(self) -> List[Dict[str, Any]]:
         refs = [actor.recover.remote(0, None, None, None) for actor in self._actors]
@@ -604,6 +628,13 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     def _owner(self, ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self._lasts, ids)
 
+    def _index_games(self, info: Dict[str, Any], ids: Any, mask: np.ndarray) -> None:
+        """Several games: ``info["game_index"]`` into :attr:`game_names` for the envs ``ids``
+        (an actor's local env numbers only the games of its own block)."""
+        if self._game_index is not None:
+            info["game_index"] = np.where(mask, self._game_index[ids], 0)
+            info["_game_index"] = mask.copy()
+
     def _record(self, ids: Any, obs: np.ndarray, terminated: np.ndarray,
                 truncated: np.ndarray, info: Dict[str, Any]) -> None:
         """What the driver keeps of each result: ended envs (disabled mode), the last
@@ -635,6 +666,7 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._state = State.IDLE
         obs = np.concatenate([o for o, _ in results])
         info = _concat([(i or {}, len(b)) for (_, i), b in zip(results, self.blocks, strict=True)])
+        self._index_games(info, slice(None), chosen)
         if self._same_step:
             self._record(chosen, obs[chosen], None, None, _take(info, chosen))
         return obs, info
@@ -659,6 +691,7 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         terminated = np.concatenate([r[3] for r in results])
         truncated = np.concatenate([r[4] for r in results])
         info = _concat([(r[5], len(b)) for r, b in zip(results, self.blocks, strict=True)])
+        self._index_games(info, slice(None), np.ones(self.num_envs, bool))
         self._record(slice(None), obs, terminated, truncated, info)
         return obs, reward, terminated, truncated, info
 
@@ -719,6 +752,7 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         if not self._phase.any():
             self._state = State.IDLE
         info = _concat([(p.info, p.ids.size) for p in parts])
+        self._index_games(info, ids, np.ones(ids.size, bool))
         info["env_id"] = ids
         return (np.concatenate([p.obs for p in parts]),
                 np.concatenate([p.reward for p in parts]),
@@ -757,6 +791,7 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         next_obs = np.concatenate([part[5] for part in parts])
         info = _concat([(part[6], len(block))
                         for part, block in zip(parts, self.blocks, strict=True)], axis=1)
+        self._index_games(info, slice(None), np.ones((num_steps, self.num_envs), bool))
         if self._same_step:
             self._record(slice(None), next_obs, None, None, _take(info, -1))
         return Rollout(obs, actions, rewards, terminated, truncated, next_obs, info)
@@ -821,7 +856,8 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.num_actors} actors"
-        return f"RayAtariVectorEnv({self.rom!r}, num_envs={self.num_envs}, {state})"
+        games = self.rom if self.rom is not None else list(self.game_names)
+        return f"RayAtariVectorEnv({games!r}, num_envs={self.num_envs}, {state})"
 
 
 _ACTOR_CLASS: List[Any] = []
@@ -857,7 +893,8 @@ def make_vec(game: str, num_envs: int, num_actors: Optional[int] = None,
     Parameters
     ----------
     game, num_envs, batch_size, autoreset_mode, copy
-        As :func:`fastatari.make_vec`. ``batch_size`` is what :meth:`~RayAtariVectorEnv.recv`
+        As :func:`fastatari.make_vec` (``game``: one name, or one per env; ``mode`` and
+        ``difficulty`` may be ``{game: value}``). ``batch_size`` is what :meth:`~RayAtariVectorEnv.recv`
         returns across actors; results always arrive as fresh arrays (``copy`` changes
         nothing).
     num_actors : int, optional

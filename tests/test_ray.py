@@ -125,6 +125,27 @@ def test_sync_parity_with_local(cluster, mode):
         local.close()
 
 
+def test_several_games_parity_with_local(cluster):
+    """One game per env, blocks of different games per actor: the same envs, and
+    info["game_index"] into the env's game_names, not an actor's."""
+    games = ["pong", "breakout", "pong", "seaquest", "pong", "seaquest"]  # actor 1: no breakout
+    kwargs = dict(full_action_space=True, mode={"breakout": 4})
+    envs = fa_ray.make_vec(games, NUM_ENVS, num_workers=1, **OPTIONS, **kwargs)
+    local = fastatari.make_vec(games, NUM_ENVS, num_workers=2, **OPTIONS, **kwargs)
+    try:
+        assert envs.game_names == local.game_names and envs.games == local.games
+        assert envs.get_action_meanings() == local.get_action_meanings()
+        got, want = envs.reset(seed=4), local.reset(seed=4)
+        np.testing.assert_array_equal(got[0], want[0])
+        same_info(got[1], want[1])
+        for t in range(30):
+            a = (np.arange(NUM_ENVS) * 5 + t) % 18
+            same_step(envs.step(a), local.step(a))
+    finally:
+        envs.close()
+        local.close()
+
+
 def test_async_parity_with_local(cluster):
     """Each env's trajectory under async batches across actors equals the local env's."""
     steps = 30
