@@ -844,16 +844,6 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         """Whether :meth:`close` has run (gymnasium's ``VectorEnv.closed``)."""
         return self._state is State.CLOSED
 
-    def __enter__(self) -> "RayAtariVectorEnv":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # the finalizer does the work; this only keeps gymnasium's VectorEnv.__del__ quiet
-        pass
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.num_actors} actors"
         games = self.rom if self.rom is not None else list(self.game_names)
@@ -894,9 +884,9 @@ def make_vec(game: str, num_envs: int, num_actors: Optional[int] = None,
     ----------
     game, num_envs, batch_size, autoreset_mode, copy
         As :func:`fastatari.make_vec` (``game``: one name, or one per env; ``mode`` and
-        ``difficulty`` may be ``{game: value}``). ``batch_size`` is what :meth:`~RayAtariVectorEnv.recv`
-        returns across actors; results always arrive as fresh arrays (``copy`` changes
-        nothing).
+        ``difficulty`` may be ``{game: value}``). ``batch_size`` is what
+        :meth:`~RayAtariVectorEnv.recv` returns across actors; results always arrive as fresh
+        arrays (``copy`` changes nothing).
     num_actors : int, optional
         Default: one per alive node that can host one (``placement="node"``), else 1. Actor
         ``k`` owns a contiguous block of envs, as even as possible.

@@ -54,12 +54,24 @@ class State(enum.Enum):
 
 
 class CallOrder:
-    """The checks of a call's place in the order (a mixin): an env with ``_state``, ``_ended``
-    (per env: its last result ended an episode) and gymnasium's ``metadata``."""
+    """The checks of a call's place in the order, and the env as a context manager (a mixin):
+    an env with ``_state``, ``_ended`` (per env: its last result ended an episode), gymnasium's
+    ``metadata`` and ``close()``."""
 
     _state: State
     _ended: np.ndarray
     metadata: Dict[str, Any]
+
+    def __enter__(self) -> "CallOrder":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # a weakref finalizer releases the processes; this only keeps gymnasium's
+        # VectorEnv.__del__ (which would call close() during interpreter shutdown) quiet
+        pass
 
     def _is_closed(self) -> bool:
         return self._state is State.CLOSED

@@ -493,16 +493,6 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         pool = getattr(self, "_pool", None)
         return self._state is State.CLOSED or pool is None or pool.closed
 
-    def __enter__(self) -> "AtariVectorEnv":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # the pool's finalizer does the work; this only keeps gymnasium's VectorEnv.__del__ quiet
-        pass
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.num_workers} workers"
         game = self.rom if self.rom is not None else f"{len(self.game_names)} games"
