@@ -322,6 +322,7 @@ class AtariGame:
         self._raw = 0
         self._life_lost = False
         self._watch_lives = options.terminal_on_life_loss or options.episodic_life
+        self._episodic_life = options.episodic_life
         self.lives = 0
         self._continue_game = False  # episodic_life: the next reset continues the game
         self._return = 0
@@ -473,7 +474,9 @@ class AtariGame:
         self._raw += ale.act(self._action)
         if self._watch_lives:
             lives = ale.lives()
-            self._life_lost = lives < self.lives
+            # episodic_life, as EnvPool and SB3's EpisodicLifeEnv: a life loss ends an episode
+            # only while lives remain (Atlantis and others play on at 0 lives)
+            self._life_lost = lives < self.lives and (lives > 0 or not self._episodic_life)
             self.lives = lives
         return self._life_lost or ale.game_over()
 

@@ -58,7 +58,8 @@ class AtariOptions:
         After the reset no-ops, press FIRE for one frame. Only for games whose action 1 is FIRE.
     episodic_life : bool, default False
         A life loss ends the episode but not the game: the next ``reset()`` continues the same
-        game. Exclusive with ``terminal_on_life_loss``.
+        game. Only while lives remain, as in EnvPool and SB3 (a game that plays on at 0 lives
+        ends its episode when the game ends). Exclusive with ``terminal_on_life_loss``.
     mode, difficulty : int or None, default None
         ALE game mode and difficulty; None keeps the ROM's default.
     padding_type : {"reset", "zero"}, default "reset"
