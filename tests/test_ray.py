@@ -37,7 +37,12 @@ NUM_ENVS = 6
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
+    # Ray's processes take the driver's working directory onto their path: started from a
+    # checkout, they would import its fastatari (no compiled module) instead of the installed
+    # one the tests import. A neutral directory, as a user's training script would have.
+    previous = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("ray-cwd"))
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:
@@ -52,6 +57,7 @@ def cluster():
     finally:
         ray.shutdown()
         cluster.shutdown()
+        os.chdir(previous)
 
 
 def ray_env(**kwargs):
