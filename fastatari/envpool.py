@@ -29,13 +29,14 @@ here, in agent steps, as EnvPool counts it (the vector env gets no frame limit).
 ``repeat_action_probability`` defaults to 0, as in EnvPool (fastatari's own default is 0.25).
 
 Where the semantics differ from EnvPool: the README's table "Where fastatari.envpool differs
-from EnvPool" lists them row by row (random streams, no-op counts, episodic life, terminal
-observations, processes instead of threads, ``info["ram"]``).
+from EnvPool" lists them row by row (processes instead of threads, random streams, no-op
+counts, the observation of a step that ends the game, games without NOOP or FIRE).
 """
 
 from __future__ import annotations
 
 import collections
+import collections.abc
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -47,7 +48,7 @@ from fastatari import validate
 from fastatari.game import action_names
 from fastatari.games import resolve_game
 from fastatari.options import MAX_SIDE
-from fastatari.schema import info_fields
+from fastatari.schema import RAM_SIZE
 from fastatari.vector import AtariVectorEnv, make_vec
 
 __all__ = ["Config", "EnvPoolAtari", "EnvPoolSpec", "make"]
@@ -63,13 +64,12 @@ Config = collections.namedtuple("Config", [
 _ENV_TYPES = ("gymnasium", "gym")
 # EnvPool options fastatari can honour at one value only: name -> that value.
 _FIXED = {"use_inter_area_resize": True, "max_num_players": 1, "render_mode": None}
-# EnvPool's Atari envs report RAM in info["ram"] (EnvPool >= 1.0): 128 bytes per env.
-_RAM_SIZE = 128
 
 
-def make(task_id: str, env_type: str = "gymnasium", num_envs: int = 1, batch_size: int = 0,
-         num_threads: int = 0, seed: int | Sequence[int] = 42, episodic_life: bool = False,
-         reward_clip: bool = False, noop_max: int = 30, stack_num: int = 4,
+def make(task_id: str | Sequence[str], env_type: str = "gymnasium", num_envs: int = 1,
+         batch_size: int = 0, num_threads: int = 0, seed: int | Sequence[int] = 42,
+         episodic_life: bool = False, reward_clip: bool = False, noop_max: int = 30,
+         stack_num: int = 4,
          img_height: int = 84, img_width: int = 84, gray_scale: bool = True,
          frame_skip: int = 4, repeat_action_probability: float = 0.0,
          use_fire_reset: bool = True, max_episode_steps: int = 27000,
@@ -82,8 +82,11 @@ def make(task_id: str, env_type: str = "gymnasium", num_envs: int = 1, batch_siz
 
     Parameters
     ----------
-    task_id : str
-        ``"Breakout-v5"`` (any name :func:`fastatari.games.resolve_game` accepts).
+    task_id : str or sequence of str
+        ``"Breakout-v5"`` (any name :func:`fastatari.games.resolve_game` accepts), or one name
+        per env (``num_envs`` of them, a fastatari extension): env ``i`` plays ``task_id[i]``
+        (games whose action sets differ need ``full_action_space=True``; see
+        :func:`fastatari.make_vec`). ``env.games`` lists the ROM of each env.
     env_type : {"gymnasium", "gym"}
         ``"gymnasium"``: :class:`EnvPoolAtari`. ``"gym"``: EnvPool's gym API (needs ``gym``;
         see the module docstring). EnvPool's ``"dm"`` raises ``ValueError``.
@@ -149,41 +152,52 @@ mode, difficulty
     img_height = validate.check_int("img_height", img_height, 1, MAX_SIDE)
     img_width = validate.check_int("img_width", img_width, 1, MAX_SIDE)
     stack_num = validate.check_int("stack_num", stack_num, 1)
+    noop_max = validate.check_int("noop_max", noop_max, 0)
     if isinstance(seed, (list, tuple, np.ndarray)):
-        validate.check_seeds(seed, num_envs)
-        config_seed, env_seed = 0, [int(s) for s in seed]
+        config_seed, env_seed = 0, list(validate.check_seeds(seed, num_envs))
     else:
         config_seed, env_seed = validate.check_seed(seed), []
-    rom = resolve_game(task_id)
-    names = action_names(rom, full_action_space)
+    if isinstance(task_id, str):
+        game: str | Tuple[str, ...] = resolve_game(task_id)
+        roms: Tuple[str, ...] = (game,)
+    elif isinstance(task_id, collections.abc.Sequence):
+        game = roms = tuple(resolve_game(t) for t in task_id)
+    else:
+        raise TypeError(f"task_id must be a name or a sequence of num_envs names, got "
+                        f"{task_id!r}")
+    sets = [action_names(rom, full_action_space) for rom in dict.fromkeys(roms)]
     # EnvPool's reset plays raw NOOP frames and presses FIRE when FIRE is in the action set.
     # fastatari's games play action 0 and press action 1, so they refuse games where those
     # are not NOOP and FIRE (Backgammon, VideoCheckers: FIRE is action 0): those get no no-op
     # starts and no fire reset here (see the README's table of differences).
+    noop_first = all(names[0] == "NOOP" for names in sets)
+    fire_second = all(names[1:2] == ("FIRE",) for names in sets)
     options = dict(
         frame_skip=frame_skip, screen_size=(img_width, img_height), grayscale_obs=gray_scale,
-        noop_max=noop_max if names[0] == "NOOP" else 0, stack_size=stack_num,
+        noop_max=noop_max if noop_first else 0, stack_size=stack_num,
         repeat_action_probability=repeat_action_probability,
         full_action_space=full_action_space, max_num_frames_per_episode=None,
         clip_rewards=reward_clip, episodic_life=episodic_life,
-        fire_reset=bool(use_fire_reset) and names[1:2] == ("FIRE",),
+        fire_reset=bool(use_fire_reset) and fire_second,
         mode=None if mode == -1 else mode, difficulty=None if difficulty == -1 else difficulty,
+        ram_info=True,  # EnvPool >= 1.0 reports info["ram"]
     )
     # EnvPool allows more threads than envs; fastatari's workers each need an env.
     num_workers = min(num_threads, num_envs) if num_threads else None
-    vec = make_vec(rom, num_envs, num_workers=num_workers, batch_size=batch_size or None,
+    vec = make_vec(game, num_envs, num_workers=num_workers, batch_size=batch_size or None,
                    **options)
     try:
         config = Config(
             num_envs=num_envs, batch_size=vec.batch_size, num_threads=num_threads or 0,
             max_num_players=1, thread_affinity_offset=thread_affinity_offset,
-            base_path=_rom_dir(rom), seed=config_seed, env_seed=env_seed,
+            base_path=_rom_dir(roms[0]), seed=config_seed, env_seed=env_seed,
             gym_reset_return_info=bool(gym_reset_return_info),
             max_episode_steps=max_episode_steps, stack_num=stack_num, frame_skip=frame_skip,
             noop_max=noop_max, zero_discount_on_life_loss=zero_discount_on_life_loss,
             episodic_life=episodic_life, reward_clip=reward_clip,
             use_fire_reset=use_fire_reset, img_height=img_height, img_width=img_width,
-            task=rom, mode=mode, difficulty=difficulty, full_action_space=full_action_space,
+            task=roms[0] if len(roms) == 1 else roms, mode=mode, difficulty=difficulty,
+            full_action_space=full_action_space,
             repeat_action_probability=repeat_action_probability,
             use_inter_area_resize=True, gray_scale=gray_scale)
         return cls(vec, seed, config, task_id)
@@ -260,7 +274,7 @@ class _EnvPool:
     ``reward`` (float32, the raw reward before ``reward_clip``), ``terminated`` (int32, 1 when
     the game itself is over, not at a life loss), ``elapsed_step`` (int32, agent steps since
     the game's reset; a reset that continues the game after a life loss keeps counting), and
-    ``ram`` (uint8, 128 per env) when the vector env reports it.
+    ``ram`` (uint8, 128 per env).
 
     Parameters
     ----------
@@ -270,14 +284,15 @@ class _EnvPool:
         Seeds for the first reset.
     config : Config
         The EnvPool options (``spec.config``; ``config`` is the same as a dict, as in EnvPool).
-    task_id : str
-        The name given to :func:`make`.
+    task_id : str or sequence of str
+        The name(s) given to :func:`make`.
     """
 
     def __init__(self, vec: AtariVectorEnv, seed: int | Sequence[int], config: Config,
-                 task_id: str) -> None:
+                 task_id: str | Sequence[str]) -> None:
         self.vec = vec
         self.task_id = task_id
+        self.games = vec.games  # the ROM of each env (fastatari's)
         self.num_envs = vec.num_envs
         self.batch_size = vec.batch_size
         self.is_vector_env = True
@@ -296,8 +311,6 @@ class _EnvPool:
         self._episodic = vec.options.episodic_life
         self._clip = vec.options.clip_rewards
         self._max_steps = config.max_episode_steps
-        # info["ram"] is passed on once the vector env reports a "ram" info field.
-        self._has_ram = any(f.name == "ram" for f in info_fields(vec.options))
         n = vec.num_envs
         self._all_ids = np.arange(n, dtype=np.int32)
         self._elapsed = np.zeros(n, np.int64)
@@ -390,9 +403,7 @@ class _EnvPool:
         self._continues[ids] = life_loss & ~at_limit
         columns = dict(ids=ids, obs=obs, reward=reward, terminated=terminated,
                        truncated=truncated, lives=info["lives"], raw_reward=raw,
-                       game_ended=game_ended, elapsed=elapsed)
-        if self._has_ram:
-            columns["ram"] = info["ram"]
+                       game_ended=game_ended, elapsed=elapsed, ram=info["ram"])
         return _Batch(**columns)
 
     def _from_reset(self, ids: np.ndarray, obs: np.ndarray, info: Dict[str, Any],
@@ -405,9 +416,7 @@ class _EnvPool:
         no = np.zeros(ids.size, bool)
         columns = dict(ids=ids, obs=obs[ids], reward=zeros, terminated=no, truncated=no.copy(),
                        lives=info["lives"][ids], raw_reward=zeros.copy(), game_ended=no.copy(),
-                       elapsed=self._elapsed[ids].copy())
-        if self._has_ram:
-            columns["ram"] = info["ram"][ids]
+                       elapsed=self._elapsed[ids].copy(), ram=info["ram"][ids])
         return _Batch(**columns)
 
     def _empty(self, n: int) -> _Batch:
@@ -417,9 +426,7 @@ class _EnvPool:
                        reward=np.zeros(n), terminated=np.zeros(n, bool),
                        truncated=np.zeros(n, bool), lives=np.zeros(n, np.int64),
                        raw_reward=np.zeros(n), game_ended=np.zeros(n, bool),
-                       elapsed=np.zeros(n, np.int64))
-        if self._has_ram:
-            columns["ram"] = np.zeros((n, _RAM_SIZE), np.uint8)
+                       elapsed=np.zeros(n, np.int64), ram=np.zeros((n, RAM_SIZE), np.uint8))
         return _Batch(**columns)
 
     def _arrays(self, batch: _Batch) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -433,10 +440,9 @@ class _EnvPool:
             "lives": c["lives"].astype(np.int32),
             "reward": c["raw_reward"].astype(np.float32),
             "terminated": c["game_ended"].astype(np.int32),
+            "ram": c["ram"],
+            "elapsed_step": c["elapsed"].astype(np.int32),
         }
-        if "ram" in c:
-            info["ram"] = c["ram"].astype(np.uint8)
-        info["elapsed_step"] = c["elapsed"].astype(np.int32)
         obs = c["obs"]
         if self._rgb:  # (k, H, W, 3) frames -> EnvPool's (3k, H, W): each frame channel-first
             n, k, h, w, _ = obs.shape

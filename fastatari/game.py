@@ -198,15 +198,18 @@ class FramePipeline:
             kernels.step_rgb(held, held, self.stack, grayscale=False, maxpool=False,
                              channels_last=self.channels_last)
 
-    def push_reset(self) -> None:
-        """Grab the current screen into the newest stack slot and fill the others with it
-        (gymnasium's default padding) or with zeros (``zero_padding``)."""
+    def push_reset(self, pad: bool = True) -> None:
+        """Grab the current screen into the newest stack slot and, with ``pad``, fill the
+        others with it (gymnasium's default padding) or with zeros (``zero_padding``); without
+        ``pad`` the older frames shift along as after a step."""
         self.ale.getScreen(self.last)
         self.palette.learn(self.ale, self.last)
         np.copyto(self.prev, self.last)
         self.held = None
         kernels.step_palette(self.last, self.last, self.lut, self.stack, maxpool=False,
                              channels_last=self.channels_last)
+        if not pad:
+            return
         frames = self._frames
         if self.channels_last:
             frames[:, :, :-1] = 0 if self.zero_padding else frames[:, :, -1:]
@@ -251,9 +254,9 @@ class AtariGame:
       truncated frame (or a lost life, with ``terminal_on_life_loss``/``episodic_life``).
     * ``fire_reset`` (extra): after the no-ops, FIRE is pressed for one frame.
     * ``episodic_life`` (extra): a lost life ends the episode (``terminated=True``), and the next
-      unseeded ``reset()`` continues the same game: no ALE reset, no no-ops, no FIRE; its
-      observation is the current screen in every stack slot. A real game over (or truncation)
-      resets fully.
+      unseeded ``reset()`` continues the same game as EnvPool's does: no ALE reset, but the
+      no-ops and FIRE (``fire_reset``) again; their last frame is pushed onto the stack, whose
+      older frames stay. A real game over (or truncation) resets fully.
     * ``clip_rewards`` (extra): the reward is ``sign(raw)``; ``info["raw_reward"]`` is the raw one.
     * Episode statistics (extra): when a step ends the episode and the next ``reset()`` will
       start a new game, ``info["game"] = {"r": raw return, "l": agent steps, "t": seconds}``
@@ -385,7 +388,8 @@ class AtariGame:
         self._check_open()
         ale = self.ale
         seeds = None
-        if seed is not None or not self._continue_game:
+        continuing = seed is None and self._continue_game
+        if not continuing:
             if seed is not None and seed == self._fresh_seed:
                 seeds = self._load_seeds
             elif seed is not None:
@@ -396,20 +400,19 @@ class AtariGame:
             self._return = 0
             self._length = 0
             self._t0 = time.perf_counter()
-            opts = self.options
-            noops = int(self.np_random.integers(1, opts.noop_max + 1)) if opts.noop_max > 0 else 0
-            noop = self.action_set[0]
-            for _ in range(noops):
-                ale.act(noop)
-                if ale.game_over():
-                    self._reset_ale(seed)
-            if opts.fire_reset:
-                ale.act(self.action_set[1])
-                if ale.game_over():
-                    self._reset_ale(seed)
+        # After a life loss too, as EnvPool: no-ops, then FIRE, then the game goes on.
+        opts = self.options
+        noops = int(self.np_random.integers(1, opts.noop_max + 1)) if opts.noop_max > 0 else 0
+        restarted = False
+        for action in [self.action_set[0]] * noops + [self.action_set[1]] * opts.fire_reset:
+            ale.act(action)
+            if ale.game_over():
+                self._reset_ale(seed)
+                restarted = True
         self._continue_game = False
         self.lives = ale.lives()
-        self.frames.push_reset()
+        # a continued game keeps its older frames in the stack, as EnvPool's
+        self.frames.push_reset(pad=not continuing or restarted)
         info = self._info()
         if seeds is not None:
             info["seeds"] = seeds
@@ -433,7 +436,8 @@ class AtariGame:
         info : dict
             The keys of :func:`fastatari.schema.info_fields` (``lives``,
             ``episode_frame_number``, ``frame_number``; ``raw_reward`` with ``clip_rewards``;
-            ``game_over`` with ``episodic_life``), and ``game`` at the end of a game.
+            ``game_over`` with ``episodic_life``; ``ram`` with ``ram_info``), and ``game`` at the
+            end of a game.
         """
         if self._closed:
             self._check_open()
@@ -474,19 +478,27 @@ class AtariGame:
         self._raw += ale.act(self._action)
         if self._watch_lives:
             lives = ale.lives()
-            # episodic_life, as EnvPool and SB3's EpisodicLifeEnv: a life loss ends an episode
-            # only while lives remain (Atlantis and others play on at 0 lives)
-            self._life_lost = lives < self.lives and (lives > 0 or not self._episodic_life)
+            if self._episodic_life:
+                # as EnvPool (and SB3's EpisodicLifeEnv): a life loss ends the episode only while
+                # lives remain (Atlantis plays on at 0 lives), and the step plays all its frames
+                self._life_lost |= 0 < lives < self.lives
+                self.lives = lives
+                return ale.game_over()
+            # terminal_on_life_loss, as gymnasium's AtariPreprocessing: stop at the lost life
+            self._life_lost = lives < self.lives
             self.lives = lives
         return self._life_lost or ale.game_over()
 
     def _info(self) -> Dict[str, Any]:
         ale = self.ale
-        return {
+        info = {
             "lives": ale.lives(),
             "episode_frame_number": ale.getEpisodeFrameNumber(),
             "frame_number": ale.getFrameNumber(),
         }
+        if self.options.ram_info:
+            info["ram"] = ale.getRAM()
+        return info
 
     def render_rgb(self) -> np.ndarray:
         """The raw current screen, ``(210, 160, 3)`` uint8 for most games (``getScreenRGB``)."""
@@ -496,6 +508,12 @@ class AtariGame:
     def action_meanings(self) -> list:
         """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""
         return [a.name for a in self.action_set]
+
+    @property
+    def continues_game(self) -> bool:
+        """Whether the next unseeded :meth:`reset` continues the game (``episodic_life``, after
+        a lost life): it then pushes onto the current stack instead of filling a new one."""
+        return self._continue_game
 
     @property
     def closed(self) -> bool:

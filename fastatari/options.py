@@ -66,6 +66,9 @@ class AtariOptions:
         What fills the older stack slots at a reset, as gymnasium's ``FrameStackObservation``:
         the reset frame repeated (its default), or zeros (ale-py's vector env and SB3's
         ``VecFrameStack``).
+    ram_info : bool, default False
+        Also report the console's 128 bytes of RAM after each step and reset in
+        ``info["ram"]`` (uint8), as EnvPool does.
     """
 
     frame_skip: int = 4
@@ -85,6 +88,7 @@ class AtariOptions:
     mode: Optional[int] = None
     difficulty: Optional[int] = None
     padding_type: str = "reset"
+    ram_info: bool = False
 
     def __post_init__(self) -> None:
         check_int("frame_skip", self.frame_skip, 1)
@@ -103,7 +107,7 @@ class AtariOptions:
             check_int("max_num_frames_per_episode", self.max_num_frames_per_episode, 0)
         check_probability("repeat_action_probability", self.repeat_action_probability)
         for name in ("grayscale_obs", "terminal_on_life_loss", "full_action_space", "maxpool",
-                     "channels_last", "clip_rewards", "fire_reset", "episodic_life"):
+                     "channels_last", "clip_rewards", "fire_reset", "episodic_life", "ram_info"):
             check_bool(name, getattr(self, name))
         for name in ("mode", "difficulty"):
             value = getattr(self, name)

@@ -469,7 +469,7 @@ class RayAtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         shape = self.options.observation_shape
         # same-step mode: what a recovery reports as the lost step's final observation and info
         self._last_obs = np.zeros((num_envs,) + shape, np.uint8) if self._same_step else None
-        self._last_info = {f.name: np.zeros(num_envs, f.dtype)
+        self._last_info = {f.name: np.zeros((num_envs,) + f.shape, f.dtype)
                            for f in info_fields(self.options)} if self._same_step else None
         self._state = State.NEEDS_RESET
 

@@ -55,7 +55,7 @@ __all__ = ["SB3AtariVecEnv", "make_vec_env"]
 
 # Per-env info keys copied from the vector env's info into each SB3 info dict: the schema's,
 # the vector env's restart flag, and each env's game in a multi-game env.
-_SCALAR_KEYS = tuple(f.name for f in INFO_FIELDS) + ("worker_restarted", "game_index")
+_PER_ENV_KEYS = tuple(f.name for f in INFO_FIELDS) + ("worker_restarted", "game_index")
 # Keys that describe the new episode after a same-step reset (the rest describe the step).
 _RESET_KEYS = tuple(f.name for f in STATE_FIELDS)
 
@@ -192,10 +192,11 @@ class SB3AtariVecEnv(VecEnv):
     def _split_info(self, info: Dict[str, Any]) -> List[Dict[str, Any]]:
         """The vector env's array info as one dict per env (SB3's layout)."""
         infos: List[Dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        for key in _SCALAR_KEYS:
+        for key in _PER_ENV_KEYS:
             if key not in info:
                 continue
-            values, present = info[key].tolist(), info["_" + key].tolist()
+            values, present = info[key], info["_" + key].tolist()
+            values = values.tolist() if values.ndim == 1 else list(values)  # ram: row arrays
             for i in range(self.num_envs):
                 if present[i]:
                     infos[i][key] = values[i]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Tuple
 if TYPE_CHECKING:
     from fastatari.options import AtariOptions
 
-__all__ = ["GAME_FIELDS", "GAME_KEY", "INFO_FIELDS", "STATE_FIELDS", "STEP_FIELDS", "Field",
-           "When", "info_fields"]
+__all__ = ["GAME_FIELDS", "GAME_KEY", "INFO_FIELDS", "RAM_SIZE", "STATE_FIELDS", "STEP_FIELDS",
+           "Field", "When", "info_fields"]
 
 
 class When(enum.Enum):
@@ -26,17 +26,20 @@ class When(enum.Enum):
     ALWAYS = "always"
     CLIP_REWARDS = "clip_rewards"  # with AtariOptions.clip_rewards
     EPISODIC_LIFE = "episodic_life"  # with AtariOptions.episodic_life
+    RAM_INFO = "ram_info"  # with AtariOptions.ram_info
 
 
 @dataclass(frozen=True)
 class Field:
-    """One per-env value: its name, numpy dtype and (for info keys) when it is present."""
+    """One per-env value: its name, numpy dtype, per-env shape (``()`` for a scalar) and (for
+    info keys) when it is present."""
 
     name: str
     dtype: str
     doc: str
     when: When = When.ALWAYS
     state: bool = False  # describes the game's state (a reset changes it), not the step
+    shape: Tuple[int, ...] = ()
 
     def present(self, options: "AtariOptions") -> bool:
         """Whether this key is in the info of a game with ``options``."""
@@ -50,6 +53,9 @@ STEP_FIELDS: Tuple[Field, ...] = (
     Field("truncated", "bool", "the episode was cut (frame limit, or a worker restart)"),
 )
 
+#: Bytes of RAM in the Atari 2600.
+RAM_SIZE = 128
+
 #: The per-env info keys, after every step and reset. ``lives`` is int64 as in ale-py's env.
 INFO_FIELDS: Tuple[Field, ...] = (
     Field("lives", "int64", "lives left", state=True),
@@ -58,6 +64,7 @@ INFO_FIELDS: Tuple[Field, ...] = (
     Field("frame_number", "int64", "frames since the ROM was loaded, ALE's count", state=True),
     Field("raw_reward", "float64", "the reward before clipping", When.CLIP_REWARDS),
     Field("game_over", "bool", "the game itself ended (not only a life)", When.EPISODIC_LIFE),
+    Field("ram", "uint8", "the console's RAM", When.RAM_INFO, state=True, shape=(RAM_SIZE,)),
 )
 
 #: The info key of a finished game's statistics. Not ``"episode"``: that key is gymnasium's

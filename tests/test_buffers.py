@@ -83,14 +83,15 @@ def test_views_have_the_layout_dtypes_and_shapes(obs_shape):
             assert view.dtype == dtype and view.shape == (n,)
         for field in STEP_FIELDS:
             view = getattr(buf, field.name)
-            assert view.dtype == np.dtype(field.dtype) and view.shape == (n,), field.name
+            assert view.dtype == np.dtype(field.dtype), field.name
+            assert view.shape == (n,) + field.shape, field.name
         for table, fields in [(buf.info, INFO_FIELDS), (buf.final_info, INFO_FIELDS),
                               (buf.game, GAME_FIELDS)]:
             assert list(table) == [f.name for f in fields]
             for field in fields:
                 view = table[field.name]
                 assert view.dtype == np.dtype(field.dtype), field.name
-                assert view.shape == (n,), field.name
+                assert view.shape == (n,) + field.shape, field.name
     finally:
         buf.close()
 

@@ -297,6 +297,7 @@ def test_package_names_load_on_first_use(tmp_path):
 # -- references for the extras -----------------------------------------------------------------
 from gymnasium.wrappers import AtariPreprocessing as GymAtariPreprocessing  # noqa: E402
 from gymnasium.wrappers import FrameStackObservation  # noqa: E402
+from gymnasium.vector.utils import concatenate  # noqa: E402
 
 pytest.importorskip("cv2")
 
@@ -323,27 +324,46 @@ class FireResetReference(GymAtariPreprocessing):
 
 
 class EpisodicLifeReference(GymAtariPreprocessing):
-    """gymnasium's wrapper with terminal_on_life_loss plus fastatari's documented episodic_life:
-    after a life-loss termination with the game still running, reset() does no ALE reset and no
-    no-ops; the observation is the current screen (buffer 1 zeroed, as at a reset)."""
+    """gymnasium's wrapper plus fastatari's documented episodic_life (EnvPool's): a step plays
+    all its frames and ends the episode if it lost a life while lives remain; the reset after
+    one with the game still running does no ALE reset but plays the no-ops again, drawn as
+    gymnasium draws them; see ContinuingStack."""
 
     def __init__(self, env, **kwargs):
-        super().__init__(env, terminal_on_life_loss=True, **kwargs)
+        super().__init__(env, **kwargs)
         self.continue_game = False
 
     def step(self, action):
+        lives = self.ale.lives()
         obs, reward, terminated, truncated, info = super().step(action)
-        self.continue_game = terminated and not self.ale.game_over()
-        return obs, reward, terminated, truncated, info
+        life_lost = 0 < self.ale.lives() < lives
+        self.continue_game = life_lost and not (terminated or truncated)
+        return obs, reward, terminated or life_lost, truncated, info
 
     def reset(self, *, seed=None, options=None):
         if self.continue_game and seed is None:
             self.continue_game = False
-            self.lives = self.ale.lives()
+            noops = self.env.unwrapped.np_random.integers(1, self.noop_max + 1)
+            for _ in range(noops):
+                _, _, terminated, truncated, _ = self.env.step(0)
+                assert not (terminated or truncated)  # not modelled here
             self.ale.getScreenGrayscale(self.obs_buffer[0])
             self.obs_buffer[1].fill(0)
             return self._get_obs(), {"lives": self.ale.lives()}
         self.continue_game = False
+        return super().reset(seed=seed, options=options)
+
+
+class ContinuingStack(FrameStackObservation):
+    """gymnasium's frame stack, except that the reset of a continued game pushes its frame
+    onto the stack instead of padding a new one (EnvPool's stack)."""
+
+    def reset(self, *, seed=None, options=None):
+        if seed is None and self.env.continue_game:
+            obs, info = self.env.reset()
+            self.obs_queue.append(obs)
+            return concatenate(self.env.observation_space, self.obs_queue,
+                               self.stacked_obs).copy(), info
         return super().reset(seed=seed, options=options)
 
 
@@ -390,7 +410,7 @@ def test_fire_reset_parity():
 
 
 def test_episodic_life_parity_and_game_over_flag():
-    ref = FrameStackObservation(EpisodicLifeReference(_base("Breakout")), 4)
+    ref = ContinuingStack(EpisodicLifeReference(_base("Breakout")), 4)
     env = AtariEnv("breakout", episodic_life=True)
     seen = {"life_ends": 0, "game_ends": 0}
 
@@ -408,17 +428,19 @@ def test_episodic_life_parity_and_game_over_flag():
 
     _drive(ref, env, 1500, seed=2, on_step=on_step)
     assert seen["life_ends"] >= 5 and seen["game_ends"] >= 1, seen
-    # a life-loss reset continues the game: frame numbers carry on, no no-ops
+    # a life-loss reset continues the game as EnvPool's: frame numbers carry on, 1..noop_max
+    # no-ops (then FIRE, with fire_reset) are played, the older frames stay in the stack
     env.reset(seed=0)
     while True:
-        _, _, term, trunc, info = env.step(1)
+        last, _, term, trunc, info = env.step(1)
         if term or trunc:
             break
     assert not info["game_over"]
     frames = env.ale.getEpisodeFrameNumber()
     obs, rinfo = env.reset()
-    assert env.ale.getEpisodeFrameNumber() == frames and rinfo["lives"] == info["lives"]
-    assert all(np.array_equal(obs[0], obs[j]) for j in range(4))
+    played = env.ale.getEpisodeFrameNumber() - frames
+    assert 1 <= played <= env.options.noop_max and rinfo["lives"] == info["lives"]
+    np.testing.assert_array_equal(obs[:-1], last[1:])
     ref.close()
     env.close()
 

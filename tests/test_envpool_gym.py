@@ -17,7 +17,7 @@ pytestmark = pytest.mark.cleanrl
 gym = pytest.importorskip("gym")
 
 OLD_API = tuple(int(p) for p in gym.__version__.split(".")[:2]) < (0, 26)
-INFO_KEYS = {"env_id", "players", "lives", "reward", "terminated", "elapsed_step"}
+INFO_KEYS = {"env_id", "players", "lives", "reward", "terminated", "elapsed_step", "ram"}
 
 
 @pytest.mark.skipif(not OLD_API, reason="gym >= 0.26 gives gymnasium's shapes")

@@ -141,3 +141,32 @@ def test_record_episode_statistics_wraps_the_single_env():
     else:
         raise AssertionError("no episode ended")
     env.close()
+
+
+def test_ram_info_is_batched_like_the_other_info_keys():
+    # ram_info (EnvPool's info["ram"]): one (n, 128) uint8 array, and in same-step mode the
+    # ended episode's last RAM in final_info, each row equal to the env's own ALE RAM.
+    import fastatari
+
+    n = 2
+    singles = [fastatari.AtariEnv("breakout", ram_info=True, **KW) for _ in range(n)]
+    with make_vec("breakout", n, autoreset_mode="same_step", ram_info=True, **KW) as envs:
+        _, info = envs.reset(seed=4)
+        assert info["ram"].shape == (n, 128) and info["ram"].dtype == np.uint8
+        assert info["_ram"].tolist() == [True] * n
+        for i, env in enumerate(singles):
+            np.testing.assert_array_equal(info["ram"][i], env.reset(seed=4 + i)[1]["ram"])
+        ends = 0
+        for _ in range(150):
+            _, _, term, trunc, info = envs.step(np.ones(n, int))
+            for i, env in enumerate(singles):
+                _, _, t, tr, single_info = env.step(1)
+                if t or tr:
+                    ends += 1
+                    np.testing.assert_array_equal(info["final_info"]["ram"][i],
+                                                  single_info["ram"])
+                    single_info = env.reset()[1]
+                np.testing.assert_array_equal(info["ram"][i], single_info["ram"])
+    for env in singles:
+        env.close()
+    assert ends >= n  # the frame limit (400 frames) ended every env's episode

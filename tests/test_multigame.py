@@ -35,7 +35,9 @@ def run_against_single_envs(envs, games, steps, seed, rng, **kw):
                 expected, *_ = env.reset()
                 exp_rew, exp_term, exp_trunc = 0.0, False, False
             else:
-                expected, exp_rew, exp_term, exp_trunc, _ = env.step(maps[i][actions[i]])
+                expected, exp_rew, exp_term, exp_trunc, exp_info = env.step(maps[i][actions[i]])
+                if "ram" in info:
+                    assert np.array_equal(info["ram"][i], exp_info["ram"]), (t, i)
             assert np.array_equal(obs[i], expected), f"step {t}, env {i} ({games[i]})"
             assert (rew[i], term[i], trunc[i]) == (exp_rew, exp_term, exp_trunc), (t, i)
         ended = term | trunc
@@ -56,6 +58,19 @@ def test_each_env_is_its_own_games_single_env(num_workers, balance):
         _, info = envs.reset(seed=0)
         assert info["game_index"].tolist() == [0, 1, 2, 3] * 2
     assert ends >= 4  # truncations at 400 frames, then autoresets
+
+
+@pytest.mark.parametrize("num_workers", [1, 2])
+def test_episodic_life_continues_the_stack_like_the_single_env(num_workers):
+    # A continued game's reset pushes onto its stack: the worker's reset in advance (into a
+    # private stack) must start from the env's current frames.
+    games = ["breakout", "space_invaders", "qbert"]
+    kw = dict(KW, episodic_life=True, fire_reset=True, ram_info=True,
+              max_num_frames_per_episode=3000)
+    rng = np.random.default_rng(4)
+    with make_vec(games, 3, num_workers=num_workers, **kw) as envs:
+        ends = run_against_single_envs(envs, games, 300, 2, rng, **kw)
+    assert ends >= 3  # lives lost, games continued
 
 
 def test_the_atari_57_suite_every_game():

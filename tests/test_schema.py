@@ -12,12 +12,12 @@ from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS, When, info_f
 from fastatari.vector.buffers import Layout
 
 ALWAYS = ("lives", "episode_frame_number", "frame_number")
-FLAGS = list(itertools.product([False, True], repeat=2))  # (clip_rewards, episodic_life)
+FLAGS = list(itertools.product([False, True], repeat=3))  # clip_rewards, episodic_life, ram_info
 
 
-def expected_keys(clip_rewards: bool, episodic_life: bool) -> tuple:
+def expected_keys(clip_rewards: bool, episodic_life: bool, ram_info: bool) -> tuple:
     return (ALWAYS + (("raw_reward",) if clip_rewards else ())
-            + (("game_over",) if episodic_life else ()))
+            + (("game_over",) if episodic_life else ()) + (("ram",) if ram_info else ()))
 
 
 # -- the tables ----------------------------------------------------------------------------------
@@ -36,11 +36,12 @@ def test_episode_fields_are_record_episode_statistics_keys():
     assert [f.name for f in GAME_FIELDS] == ["r", "l", "t"]
 
 
-@pytest.mark.parametrize("clip_rewards, episodic_life", FLAGS)
-def test_info_fields_per_option_combination(clip_rewards, episodic_life):
-    options = AtariOptions(clip_rewards=clip_rewards, episodic_life=episodic_life)
+@pytest.mark.parametrize("clip_rewards, episodic_life, ram_info", FLAGS)
+def test_info_fields_per_option_combination(clip_rewards, episodic_life, ram_info):
+    options = AtariOptions(clip_rewards=clip_rewards, episodic_life=episodic_life,
+                           ram_info=ram_info)
     fields = info_fields(options)
-    assert tuple(f.name for f in fields) == expected_keys(clip_rewards, episodic_life)
+    assert tuple(f.name for f in fields) == expected_keys(clip_rewards, episodic_life, ram_info)
     assert all(f.present(options) for f in fields)
     assert all(not f.present(options) for f in INFO_FIELDS if f not in fields)
 
@@ -50,7 +51,8 @@ def test_when_names_the_option_it_depends_on():
     for when in When:
         assert when is When.ALWAYS or when.value in option_names
     assert {f.name: f.when for f in INFO_FIELDS if f.when is not When.ALWAYS} == {
-        "raw_reward": When.CLIP_REWARDS, "game_over": When.EPISODIC_LIFE}
+        "raw_reward": When.CLIP_REWARDS, "game_over": When.EPISODIC_LIFE,
+        "ram": When.RAM_INFO}
 
 
 def test_other_options_do_not_change_the_info_fields():
@@ -70,18 +72,20 @@ def test_every_field_has_a_column_of_its_dtype(obs_shape):
         assert name in offsets, name
         _, dtype, shape = offsets[name]
         assert dtype == np.dtype(field.dtype), name
-        assert shape == (num_envs,), name
+        assert shape == (num_envs,) + field.shape, name
     assert offsets["obs"][1:] == (np.dtype(np.uint8), (num_envs,) + obs_shape)
     assert offsets["final_obs"][1:] == (np.dtype(np.uint8), (num_envs,) + obs_shape)
 
 
 # -- what a real game reports --------------------------------------------------------------------
-@pytest.mark.parametrize("clip_rewards, episodic_life", FLAGS)
-def test_atari_env_step_info_keys_are_the_schema_info_fields(clip_rewards, episodic_life):
+@pytest.mark.parametrize("clip_rewards, episodic_life, ram_info", FLAGS)
+def test_atari_env_step_info_keys_are_the_schema_info_fields(clip_rewards, episodic_life,
+                                                             ram_info):
     import fastatari
 
     options = AtariOptions(clip_rewards=clip_rewards, episodic_life=episodic_life,
-                           repeat_action_probability=0.0, max_num_frames_per_episode=160)
+                           ram_info=ram_info, repeat_action_probability=0.0,
+                           max_num_frames_per_episode=160)
     keys = {f.name for f in info_fields(options)}
     env = fastatari.AtariEnv("breakout", options)
     try:
@@ -96,6 +100,9 @@ def test_atari_env_step_info_keys_are_the_schema_info_fields(clip_rewards, episo
                 assert terminated or truncated
             if clip_rewards:
                 assert reward == np.sign(info["raw_reward"])
+            if ram_info:
+                assert info["ram"].shape == (128,) and info["ram"].dtype == np.uint8
+                np.testing.assert_array_equal(info["ram"], env.ale.getRAM())
             if terminated or truncated:
                 ended = game_ended
                 if ended:
@@ -106,9 +113,11 @@ def test_atari_env_step_info_keys_are_the_schema_info_fields(clip_rewards, episo
         env.close()
 
 
-def test_sb3_scalar_keys_come_from_the_schema():
+@pytest.mark.rl
+def test_sb3_per_env_keys_come_from_the_schema():
     pytest.importorskip("stable_baselines3")
     from fastatari import sb3
 
-    assert sb3._SCALAR_KEYS[:len(INFO_FIELDS)] == tuple(f.name for f in INFO_FIELDS)
-    assert set(sb3._SCALAR_KEYS) - {f.name for f in INFO_FIELDS} == {"worker_restarted"}
+    assert sb3._PER_ENV_KEYS[:len(INFO_FIELDS)] == tuple(f.name for f in INFO_FIELDS)
+    assert set(sb3._PER_ENV_KEYS) - {f.name for f in INFO_FIELDS} == {"worker_restarted",
+                                                                      "game_index"}

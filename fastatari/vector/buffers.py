@@ -36,12 +36,12 @@ def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
         "has_final": ("bool", ()),  # final_* hold the ended episode's last step
     }
     for field in STEP_FIELDS:
-        columns[field.name] = (field.dtype, ())
+        columns[field.name] = (field.dtype, field.shape)
     for field in INFO_FIELDS:
-        columns[field.name] = (field.dtype, ())
-        columns["final_" + field.name] = (field.dtype, ())
+        columns[field.name] = (field.dtype, field.shape)
+        columns["final_" + field.name] = (field.dtype, field.shape)
     for field in GAME_FIELDS:
-        columns["game_" + field.name] = (field.dtype, ())
+        columns["game_" + field.name] = (field.dtype, field.shape)
     return columns
 
 

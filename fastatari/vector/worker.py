@@ -139,6 +139,8 @@ class Worker:
             if staging is None:
                 staging = self._staging[i] = np.empty_like(self.buffers.obs[i])
             game = self.games[i]
+            if game.continues_game:  # the reset pushes onto the stack's older frames
+                np.copyto(staging, self.buffers.obs[i])
             game.frames.retarget(staging)
             try:
                 self._staged[i] = game.reset()
@@ -166,7 +168,7 @@ class Worker:
             b.has_final[i] = True
             reset_info = game.reset()
             for name, column in self._state_columns:
-                column[i] = reset_info[name]
+                column[i] = reset_info.get(name, 0)  # keys the game does not report: 0
         else:
             b.has_final[i] = False
             if self.prereset and (terminated or truncated):
