@@ -395,6 +395,7 @@ def test_errors(monkeypatch):
         envs.reset()
 
 
+@pytest.mark.envpool
 @pytest.mark.skipif(not HAVE_ENVPOOL, reason="envpool is not installed")
 def test_matches_real_envpool_spaces_info_and_defaults():
     import envpool
@@ -447,6 +448,7 @@ def test_matches_real_envpool_spaces_info_and_defaults():
             ours.close()
 
 
+@pytest.mark.envpool
 @pytest.mark.skipif(not HAVE_ENVPOOL, reason="envpool is not installed")
 @pytest.mark.parametrize("task_id, episodic_life", [("Pong-v5", False), ("Breakout-v5", True)])
 def test_truncates_on_the_same_agent_step_as_real_envpool(task_id, episodic_life):
@@ -494,6 +496,7 @@ def test_info_ram_is_the_consoles_ram_after_each_step():
         single.close()
 
 
+@pytest.mark.envpool
 @pytest.mark.skipif(not HAVE_ENVPOOL, reason="envpool is not installed")
 def test_byte_identical_to_real_envpool_without_noop_draws():
     # EnvPool plays a uniform draw from 0..noop_max-1 no-ops, plus one unless it fires; with
