@@ -1,7 +1,9 @@
 """The harness's ``multigame`` section: several games in one vector env, against their ceiling.
 
-**Contenders.** A pool of the 57 games of :data:`fastatari.suites.ATARI_57` at N=57 (each game
-once) and N=114 (the suite twice), ``full_action_space=True``, sticky actions off, otherwise
+**Contenders.** Pools of :data:`fastatari.suites.ATARI_57` at N=57 (each game once) and N=114
+(the suite twice), and of :data:`fastatari.suites.ATARI_5` with 4 envs per game, each game's
+envs in a row (N=20: how per-task env groups are often listed, and where contiguous blocks put
+the expensive games together); ``full_action_space=True``, sticky actions off, otherwise
 the vector section's settings, ``num_workers`` = usable cores (at most N), stepped
 synchronously with random actions (ALE's 18) drawn in advance from a seeded generator; each
 with the cost-balanced assignment of envs to workers (``balance=True``: longest first, by
@@ -59,10 +61,9 @@ from fastatari.bench.harness import (
 from fastatari.bench.vector import OTHER_LOAD_WARNING, TIMEOUT, LoadWatch, stop_loops
 from fastatari.vector.placement import usable_cores
 
-__all__ = ["MODEL_WORKERS", "MULTIGAME_ENVS", "GameCost", "MultigameReport", "MultigameResult",
-           "StartupSample", "markdown_multigame", "multigame_units", "run_multigame"]
+__all__ = ["MODEL_WORKERS", "GameCost", "MultigameReport", "MultigameResult", "StartupSample",
+           "markdown_multigame", "multigame_units", "pools", "run_multigame"]
 
-MULTIGAME_ENVS = (57, 114)  # the suite once and twice
 MODEL_WORKERS = (8, 16, 32, 64)  # the assignment bound, modelled for more workers
 MIN_SYNC_STEPS = 8  # sync steps per round per contender, at least
 MIN_GAME_STEPS = 24  # agent steps per game per ceiling process per round, at least
@@ -75,9 +76,19 @@ def suite() -> tuple[str, ...]:
     return ATARI_57
 
 
+def pools() -> dict[str, tuple[str, ...]]:
+    """The pools timed, by label: each a game per env, all of them games of :func:`suite`."""
+    from fastatari.suites import ATARI_5
+
+    games = suite()
+    return {"Atari-57, N=57": games, "Atari-57 twice, N=114": games * 2,
+            "Atari-5 in groups of 4, N=20": tuple(g for g in ATARI_5 for _ in range(4))}
+
+
 @dataclass
 class MultigameResult:
     system: str
+    pool: str  # a label of pools()
     num_envs: int
     balance: bool | None  # None for the ceiling
     num_workers: int
@@ -113,10 +124,10 @@ class MultigameReport:
     usable_cores: int
     ceiling_processes: int
     games: int
-    sync_steps_per_round: dict[int, int]  # num_envs -> sync steps per round per contender
+    sync_steps_per_round: dict[str, int]  # pool -> sync steps per round per contender
     game_steps_per_round: int  # agent steps per game per ceiling process per round
     results: list[MultigameResult] = field(default_factory=list)
-    balanced_over_contiguous: dict[int, float] = field(default_factory=dict)  # per round, median
+    balanced_over_contiguous: dict[str, float] = field(default_factory=dict)  # per round, median
     # pool (or model) -> workers -> assignment bound, at this machine's workers and more
     modelled_bound: dict[str, dict[int, float]] = field(default_factory=dict)
     startup: list[StartupSample] = field(default_factory=list)
@@ -228,8 +239,8 @@ class MixCeiling:
 # --- The contenders -------------------------------------------------------------------------------
 
 
-def name_of(num_envs: int, balance: bool) -> str:
-    return f"make_vec, {'balanced' if balance else 'contiguous'}, N={num_envs}"
+def name_of(pool: str, balance: bool) -> str:
+    return f"make_vec, {'balanced' if balance else 'contiguous'}, {pool}"
 
 
 def sync_steps(config: BenchConfig, num_envs: int) -> int:
@@ -258,7 +269,7 @@ def open_pool(games: Sequence[str], balance: bool, num_workers: int,
     return env, built - start, time.perf_counter() - built
 
 
-def pool_contender(env: Any, config: BenchConfig, num_workers: int,
+def pool_contender(env: Any, pool: str, config: BenchConfig, num_workers: int,
                    balance: bool) -> Contender:
     num_envs = env.num_envs
     steps = sync_steps(config, num_envs)
@@ -271,7 +282,7 @@ def pool_contender(env: Any, config: BenchConfig, num_workers: int,
             env.step(actions)
 
     how = "cost-balanced" if balance else "contiguous blocks"
-    return Contender("multigame", name_of(num_envs, balance), steps * num_envs, run,
+    return Contender("multigame", name_of(pool, balance), steps * num_envs, run,
                      note=f"sync step, {num_workers} workers, {how}", close=env.close)
 
 
@@ -314,7 +325,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 def multigame_units(config: BenchConfig) -> int:
     """Progress-bar units: one per contender round and one per extra start-up pool."""
-    contenders = 1 + 2 * len(MULTIGAME_ENVS)
+    contenders = 1 + 2 * len(pools())
     return contenders * (config.rounds + 1) + 2 * max(0, config.startup_repeats - 1)
 
 
@@ -324,28 +335,29 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
     games = suite()
     cores = usable_cores()
     steps = game_steps(config, len(games), cores)
+    lineups = pools()
     report = MultigameReport(cores, cores, len(games),
-                             {n: sync_steps(config, n) for n in MULTIGAME_ENVS}, steps)
-    lineups = {n: games * (n // len(games)) for n in MULTIGAME_ENVS}
-    workers = {n: min(cores, n) for n in MULTIGAME_ENVS}
+                             {p: sync_steps(config, len(g)) for p, g in lineups.items()}, steps)
+    workers = {p: min(cores, len(g)) for p, g in lineups.items()}
     startup = {b: StartupSample(b, len(games), [], []) for b in (True, False)}
     report.startup = list(startup.values())
     contenders: list[Contender] = []
     envs: list[Any] = []
     with contextlib.ExitStack() as closing:
         _describe(bar, "multigame: start-up and pools")
-        for n in MULTIGAME_ENVS:  # the N=57 pools first, on a quiet machine: start-up samples
+        for pool, lineup in lineups.items():  # the suite's first, on a quiet machine: start-up
             for balance in (True, False):
-                env, built, reset = open_pool(lineups[n], balance, workers[n], config.seed)
+                env, built, reset = open_pool(lineup, balance, workers[pool], config.seed)
                 closing.callback(env.close)
-                if n == len(games):
+                if lineup == games:
                     startup[balance].construct_s.append(built)
                     startup[balance].reset_s.append(reset)
                 envs.append(env)
-                contenders.append(pool_contender(env, config, workers[n], balance))
+                contenders.append(pool_contender(env, pool, config, workers[pool], balance))
         for _ in range(config.startup_repeats - 1):
             for balance in (True, False):
-                env, built, reset = open_pool(games, balance, workers[len(games)], config.seed)
+                env, built, reset = open_pool(games, balance, min(cores, len(games)),
+                                               config.seed)
                 env.close()
                 startup[balance].construct_s.append(built)
                 startup[balance].reset_s.append(reset)
@@ -368,8 +380,8 @@ def _describe(bar: Progress | None, text: str) -> None:
         describe(text)
 
 
-def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[int, tuple],
-               workers: dict[int, int], per_round: list[np.ndarray],
+def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[str, tuple],
+               workers: dict[str, int], per_round: list[np.ndarray],
                seconds: dict[str, list[float]]) -> None:
     from fastatari.vector.lineup import game_costs
 
@@ -383,8 +395,8 @@ def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[in
     if all(g in table for g in games):
         report.cost_rank_correlation = _spearman(values, np.array([table[g] for g in games]))
     index = {g: k for k, g in enumerate(games)}
-    for n in MULTIGAME_ENVS:
-        lineup, w = lineups[n], workers[n]
+    for pool, lineup in lineups.items():
+        n, w = len(lineup), workers[pool]
         counts = np.bincount([index[g] for g in lineup], minlength=len(games))
         weights = counts / counts.sum()
         sizes = sorted({w, *(m for m in MODEL_WORKERS if m <= n)})
@@ -392,23 +404,23 @@ def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[in
         ceiling = [float(weights @ s) / w for s in per_round]
         rate = 1.0 / statistics.median(ceiling)
         report.results.append(MultigameResult(
-            CEILING, n, None, w, rate, rate * FRAME_SKIP, 1.0, 1.0,
+            CEILING, pool, n, None, w, rate, rate * FRAME_SKIP, 1.0, 1.0,
             f"{report.ceiling_processes} processes, every game's bare 4× ale.act loop, "
             f"weighted by its share of envs; {w} cores", [1.0 / c for c in ceiling]))
         for balance in (True, False):
-            samples = seconds[name_of(n, balance)]
+            samples = seconds[name_of(pool, balance)]
             rate = 1.0 / statistics.median(samples)
             how = "cost-balanced" if balance else "contiguous blocks"
             report.results.append(MultigameResult(
-                name_of(n, balance), n, balance, w, rate, rate * FRAME_SKIP,
+                name_of(pool, balance), pool, n, balance, w, rate, rate * FRAME_SKIP,
                 median_ratio(ceiling, samples), assignment_bound(lineup, w, balance, us),
                 f"sync step, {w} workers, {how}", [1.0 / s for s in samples]))
-            report.modelled_bound[name_of(n, balance)] = {
+            report.modelled_bound[name_of(pool, balance)] = {
                 m: assignment_bound(lineup, m, balance, us) for m in sizes}
-        report.modelled_bound[f"balanced by the measured costs, N={n} (model)"] = {
+        report.modelled_bound[f"balanced by the measured costs, {pool} (model)"] = {
             m: measured_balance_bound(lineup, m, us) for m in sizes}
-        report.balanced_over_contiguous[n] = median_ratio(seconds[name_of(n, False)],
-                                                          seconds[name_of(n, True)])
+        report.balanced_over_contiguous[pool] = median_ratio(seconds[name_of(pool, False)],
+                                                             seconds[name_of(pool, True)])
     report.startup_median_s = {
         "balanced" if s.balance else "contiguous": {
             "construct_s": statistics.median(s.construct_s),
@@ -420,14 +432,14 @@ def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[in
 
 
 def markdown_multigame(report: MultigameReport) -> str:
-    rows = [[str(r.num_envs), r.system, f"{r.steps_per_s:,.0f}", f"{r.frames_per_s:,.0f}",
+    rows = [[r.pool, r.system, f"{r.steps_per_s:,.0f}", f"{r.frames_per_s:,.0f}",
              f"{r.ratio_to_ceiling:.2f}" if r.balance is not None else "—",
              f"{r.assignment_bound:.2f}" if r.balance is not None else "—", r.note]
             for r in report.results]
-    table = markdown_table(["num_envs", "system", "steps/s", "frames/s", "ratio to ceiling",
+    table = markdown_table(["pool", "system", "steps/s", "frames/s", "ratio to ceiling",
                             "assignment bound", "note"], rows)
-    balanced = " · ".join(f"N={n}: **{value:.2f}×**"
-                          for n, value in report.balanced_over_contiguous.items())
+    balanced = " · ".join(f"{pool}: **{value:.2f}×**"
+                          for pool, value in report.balanced_over_contiguous.items())
     model_sizes = sorted({m for bounds in report.modelled_bound.values() for m in bounds})
     model = markdown_table(
         ["pool", *[f"W={m}" for m in model_sizes]],
@@ -450,10 +462,11 @@ def markdown_multigame(report: MultigameReport) -> str:
     load = report.load.get("other_cores", float("nan"))
     warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
                if load > OTHER_LOAD_WARNING else "")
-    steps = ", ".join(f"N={n}: {s}" for n, s in report.sync_steps_per_round.items())
+    steps = ", ".join(f"{pool}: {s}" for pool, s in report.sync_steps_per_round.items())
     return "\n\n".join([
         f"### Several games in one vector env (Atari-{report.games})",
-        f"`fastatari.suites.ATARI_{report.games}` once (N=57) and twice (N=114), "
+        f"`fastatari.suites.ATARI_{report.games}` once (N=57) and twice (N=114), and "
+        "`fastatari.suites.ATARI_5` with each game's 4 envs in a row (N=20); "
         "`full_action_space=True`, sticky actions off, random actions, sync `step` "
         f"(sync steps per round: {steps}); balanced = `balance=True` (by "
         "`game_costs.json`, longest first), contiguous = `balance=False`. The ceiling: every "
