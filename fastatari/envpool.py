@@ -298,8 +298,8 @@ class _EnvPool:
         self.is_vector_env = True
         self._rgb = not config.gray_scale
         shape = (config.stack_num * (3 if self._rgb else 1), config.img_height, config.img_width)
-        self.observation_space = self._box(shape)
-        self.action_space = self._discrete(int(vec.single_action_space.n))
+        self.observation_space = self._spaces.Box(0, 255, shape, np.uint8)
+        self.action_space = self._spaces.Discrete(int(vec.single_action_space.n))
         self.single_observation_space = self.observation_space
         self.single_action_space = self.action_space
         self.spec = EnvPoolSpec(config, self.observation_space, self.action_space)
@@ -325,13 +325,7 @@ class _EnvPool:
         self._sends = 0
 
     # -- what the API classes give ---------------------------------------------------------------
-    @staticmethod
-    def _box(shape: Tuple[int, ...]) -> Any:
-        return gymnasium.spaces.Box(0, 255, shape, np.uint8)
-
-    @staticmethod
-    def _discrete(n: int) -> Any:
-        return gymnasium.spaces.Discrete(n)
+    _spaces: Any = gymnasium.spaces  # the module of the API's Box and Discrete
 
     def _step_result(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
                      truncated: np.ndarray, info: Dict[str, Any]) -> Any:

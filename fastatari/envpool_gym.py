@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 from types import ModuleType
-from typing import Any, Tuple
+from typing import Tuple
 
 import numpy as np
 
@@ -60,13 +60,7 @@ def _gym_class(gym: ModuleType) -> type:
         """EnvPool's gym API (``env_type="gym"``) over a :class:`fastatari.AtariVectorEnv`;
         see :mod:`fastatari.envpool_gym` for the result shapes."""
 
-        @staticmethod
-        def _box(shape: Tuple[int, ...]) -> Any:
-            return gym.spaces.Box(0, 255, shape, np.uint8)
-
-        @staticmethod
-        def _discrete(n: int) -> Any:
-            return gym.spaces.Discrete(n)
+        _spaces = gym.spaces
 
         def _step_result(self, obs, reward, terminated, truncated, info):
             if new_api:

@@ -436,7 +436,8 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         info: Dict[str, Any] = {}
         for field in self._info_fields:
             values = columns[field.name][sel]
-            rows = mask.reshape(mask.shape + (1,) * len(field.shape))
+            # a per-env array (ram) is masked by rows
+            rows = mask.reshape(mask.shape + (1,) * len(field.shape)) if field.shape else mask
             info[field.name] = np.where(rows, values, np.zeros((), values.dtype))
             info["_" + field.name] = mask.copy()
         ended = buf.game_done[sel] & mask
