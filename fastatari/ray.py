@@ -131,22 +131,10 @@ def _concat(pieces: Sequence[Tuple[Dict[str, Any], int]], axis: int = 0) -> Dict
     return out
 
 
-def _stack(infos: Sequence[Dict[str, Any]], count: int) -> Dict[str, Any]:
-    """Batched info dicts of ``count`` envs, one per step, as one dict of ``(T, count)``
-    entries ('no entry' where a step lacks a key)."""
-    keys: Dict[str, None] = {}
-    for info in infos:
-        keys.update(dict.fromkeys(info))
-    out: Dict[str, Any] = {}
-    for key in keys:
-        values = [info.get(key) for info in infos]
-        if any(isinstance(value, dict) for value in values):
-            out[key] = _stack([value or {} for value in values], count)
-            continue
-        like = next(value for value in values if value is not None)
-        out[key] = np.stack([value if value is not None else _blank(like, count)
-                             for value in values])
-    return out
+def _stack(infos: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Batched info dicts, one per step, as one dict of ``(T, N)`` entries ('no entry' where a
+    step lacks a key): each step one row of a :func:`_concat`."""
+    return _concat([(_take(info, np.newaxis), 1) for info in infos])
 
 
 # -- the actor ---------------------------------------------------------------------------------
@@ -295,7 +283,7 @@ class EnvActor:
             actions[t] = validate.check_actions(policy(obs[t]), count, self.num_actions)
             _, _, rewards[t], terminated[t], truncated[t], info = self._step(actions[t], None)
             infos.append(info)
-        return obs, actions, rewards, terminated, truncated, self.obs, _stack(infos, count)
+        return obs, actions, rewards, terminated, truncated, self.obs, _stack(infos)
 
     def render(self, epoch: int, ids: np.ndarray) -> Optional[np.ndarray]:
         self._check(epoch)
