@@ -123,7 +123,56 @@ def test_cost_balanced_assignment_beats_contiguous_blocks():
         balanced = assign_workers(lineup, workers)
         contiguous = assign_workers(lineup, workers, balance=False)
         assert sorted(np.concatenate(balanced).tolist()) == list(range(57))
-        assert all(np.all(np.diff(b) > 0) for b in balanced)
+        assert all(np.all(np.diff(b) > 0) for b in contiguous)
         slowest = max(cost[b].sum() for b in balanced)
         assert slowest <= max(cost[b].sum() for b in contiguous)
         assert slowest <= cost.sum() / workers + cost.max()  # greedy's bound
+
+
+@pytest.mark.parametrize("lineup", ["atari5-groups", "atari57-twice"])
+@pytest.mark.parametrize("workers", [2, 4, 16])
+def test_balancing_keeps_each_games_envs_together(lineup, workers):
+    """Changing game costs a worker its caches: games are split over workers only where the
+    balance needs it, and a worker steps each game's envs in a row."""
+    games = (tuple(g for g in fastatari.suites.ATARI_5 for _ in range(4))
+             if lineup == "atari5-groups" else fastatari.suites.ATARI_57 * 2)
+    lu, _ = make_lineup(list(games), len(games), dict(KW))
+    costs = game_costs()
+    cost = np.array([costs[g] for g in lu.games])
+    blocks = assign_workers(lu, workers)
+    assert sorted(np.concatenate(blocks).tolist()) == list(range(len(games)))
+    assert max(cost[b].sum() for b in blocks) <= cost.sum() / workers + cost.max()
+    game_of = lu.game_index()
+    pairs = 0
+    for block in blocks:
+        runs = game_of[block]
+        assert np.all(np.diff(block)[runs[1:] == runs[:-1]] > 0)  # by env id within a game
+        assert len(set(runs.tolist())) == 1 + int(np.count_nonzero(np.diff(runs)))  # in a row
+        pairs += len(set(runs.tolist()))
+    assert pairs <= len(lu.names) + workers - 1  # each split places one game on one more worker
+
+
+def test_async_batches_follow_each_workers_game_order():
+    """Balanced workers step their envs grouped by game, not by id: the partial replies of an
+    async step name the envs the worker has really stepped."""
+    games = ["pong", "breakout", "seaquest", "qbert"] * 2
+    n, steps = len(games), 40
+    actions = np.random.default_rng(3).integers(0, 18, (steps, n))
+    with make_vec(games, n, num_workers=1, **KW) as envs:
+        expected = [envs.reset(seed=5)[0]] + [envs.step(a)[0] for a in actions]
+    with make_vec(games, n, num_workers=2, batch_size=2, **KW) as envs:
+        blocks = envs._pool.blocks
+        assert any(np.any(np.diff(b) < 0) for b in blocks)  # some worker's order is not by id
+        envs.reset(seed=5)
+        t = np.zeros(n, int)
+        envs.send(actions[0])
+        done = 0
+        while done < steps * n:
+            obs, *_, info = envs.recv()
+            for j, i in enumerate(info["env_id"]):
+                t[i] += 1
+                done += 1
+                assert np.array_equal(obs[j], expected[t[i]][i]), (t[i], i)
+            ids = [i for i in info["env_id"] if t[i] < steps]
+            if ids:
+                envs.send(np.array([actions[t[i], i] for i in ids]), env_ids=ids)

@@ -76,7 +76,8 @@ class _Resources:
 
 
 class WorkerPool:
-    """``len(blocks)`` workers, worker ``k`` owning the envs ``blocks[k]`` (ascending).
+    """``len(blocks)`` workers, worker ``k`` owning the envs ``blocks[k]``, which it steps in
+    that order.
 
     Parameters
     ----------
@@ -117,8 +118,10 @@ class WorkerPool:
                           for block in self.blocks]
         self._res.workers = [None] * self.num_workers
         self._owner = np.empty(sum(len(b) for b in self.blocks), np.int64)
+        self._place = np.empty_like(self._owner)  # each env's place in its worker's order
         for k, block in enumerate(self.blocks):
             self._owner[block] = k
+            self._place[block] = np.arange(len(block))
 
     # -- life ---------------------------------------------------------------------------------
     def start(self, resets: Callable[[int], List[ResetRequest]]) -> Dict[int, Reply]:
@@ -182,7 +185,8 @@ class WorkerPool:
         workers = [int(k) for k in np.unique(owners)]
         for k in workers:
             self.send(k, protocol.encode_step(chunk, ops[self.blocks[k]].tobytes()))
-            mine = np.sort(ids[owners == k])  # the order the worker runs them in
+            mine = ids[owners == k]
+            mine = mine[np.argsort(self._place[mine])]  # the order the worker runs them in
             size = chunk or mine.size
             for start in range(0, mine.size, size):
                 self._owed[k].append((mine[start:start + size], start + size >= mine.size))
