@@ -7,7 +7,8 @@ the expensive games together); ``full_action_space=True``, sticky actions off, o
 the vector section's settings, ``num_workers`` = usable cores (at most N), stepped
 synchronously with random actions (ALE's 18) drawn in advance from a seeded generator; each
 with the cost-balanced assignment of envs to workers (``balance=True``: longest first, by
-``fastatari/game_costs.json``) and with contiguous blocks (``balance=False``).
+``fastatari/game_costs.json``, each game's envs kept together) and with contiguous blocks
+(``balance=False``).
 
 **The mix's ceiling.** Each game's bare loop: ``FRAME_SKIP`` ``ale.act`` calls per agent step,
 random actions from the game's full (legal) action set, sticky actions off, no
@@ -21,7 +22,11 @@ processes spent in game ``g`` over the steps they played of it. In parallel rath
 process, because the vector env emulates on every core at once: the ceiling then pays what the
 workers pay for it (a shared L3 cache and memory bus, all-core clock speeds, and on a shared
 machine the same neighbours), where one process on otherwise idle cores would run faster and
-overstate it.
+overstate it. Each round the processes also split the suite, every ``C``-th game to each, and
+play their share changing game after every agent step, as the workers of a pool of one env per
+game do, but bare: the suite's rate in that loop ÷ its ceiling is the *switching ratio*, what
+playing many games at once costs the emulator itself (caches, branch predictors, and on this
+machine's virtual cores one core's work slowing the other's when they play different games).
 
 **What is reported.** steps/s, the ratio to the ceiling (per round, against the ceiling of the
 same round, median), balanced ÷ contiguous (per round, median), and the *assignment bound*:
@@ -135,6 +140,9 @@ class MultigameReport:
     costs: list[GameCost] = field(default_factory=list)
     cost_spread_us: dict[str, float] = field(default_factory=dict)  # min, median, max, mean
     cost_rank_correlation: float = float("nan")  # Spearman: measured against the table
+    # the suite's ceiling ÷ its rate split over the processes, each changing game every agent
+    # step over its share, round by round: what many games at once cost the emulator itself
+    switching_ratio: list[float] = field(default_factory=list)
     load: dict[str, float] = field(default_factory=dict)  # LoadWatch.stop()
     worker_restarts: int = 0
 
@@ -142,10 +150,13 @@ class MultigameReport:
 # --- The mix's ceiling: every game's bare loop, in one process per core ---------------------------
 
 
-def _ceiling_worker(conn, games: Sequence[str], first: int, seed: int, rounds: int,
-                    steps: int) -> None:
-    """Plays every game for ``steps`` agent steps per round, starting at game ``first``; sends
-    back each game's seconds (in ``games`` order)."""
+def _ceiling_worker(conn, games: Sequence[str], index: int, processes: int, seed: int,
+                    rounds: int, steps: int) -> None:
+    """Process ``index`` of ``processes``. Each round: plays every game for ``steps`` agent
+    steps, starting at its own place in ``games``; then its share of the games (every
+    ``processes``-th, from ``index``) for ``steps * processes`` agent steps each, changing game
+    every agent step, as a worker of a pool does. Sends back each game's seconds in both loops
+    (in ``games`` order; 0 for the games of other shares)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     ales, actions = [], []
     for g, game in enumerate(games):
@@ -154,7 +165,9 @@ def _ceiling_worker(conn, games: Sequence[str], first: int, seed: int, rounds: i
         rows = draw_actions(seed + g, len(action_set), rounds, steps)
         ales.append(ale)
         actions.append([[action_set[i] for i in row] for row in rows])
+    first = index * len(games) // processes
     order = [(first + k) % len(games) for k in range(len(games))]
+    share = range(index, len(games), processes)
     conn.send("ready")
     while True:
         try:
@@ -163,22 +176,35 @@ def _ceiling_worker(conn, games: Sequence[str], first: int, seed: int, rounds: i
             return
         if round_index is None:
             return
+        rows = [actions[g][round_index % len(actions[g])] for g in range(len(games))]
         seconds = [0.0] * len(games)
-        for g in order:
-            ale, row = ales[g], actions[g][round_index % len(actions[g])]
+        for g in order:  # each game's loop
             start = time.perf_counter()
-            for action in row:
-                for _ in range(FRAME_SKIP):
-                    ale.act(action)
-                if ale.game_over():
-                    ale.reset_game()
+            for action in rows[g]:
+                _act(ales[g], action)
             seconds[g] = time.perf_counter() - start
-        conn.send((round_index, seconds))
+        switching = [0.0] * len(games)
+        for k in range(steps * processes):  # the share, changing game every agent step
+            for g in share:
+                start = time.perf_counter()
+                _act(ales[g], rows[g][k % steps])
+                switching[g] += time.perf_counter() - start
+        conn.send((round_index, seconds, switching))
+
+
+def _act(ale, action) -> None:
+    """One agent step of the bare loop."""
+    for _ in range(FRAME_SKIP):
+        ale.act(action)
+    if ale.game_over():
+        ale.reset_game()
 
 
 class MixCeiling:
     """``processes`` processes, each with every game of ``games``; ``run(round)`` plays a round
-    in all of them at once and keeps each game's seconds per agent step (rounds 1 on)."""
+    in all of them at once and keeps each game's seconds per agent step (rounds 1 on), in its
+    own loop (``per_round``) and in a share of the suite per process, changing game every
+    agent step (``switching``)."""
 
     def __init__(self, games: Sequence[str], processes: int, config: BenchConfig,
                  steps: int) -> None:
@@ -186,14 +212,14 @@ class MixCeiling:
         self.games = tuple(games)
         self.steps = steps
         self.per_round: list[np.ndarray] = []  # seconds per agent step, one per game
+        self.switching: list[np.ndarray] = []  # the same, changing game every agent step
         self.processes: list[Any] = []
         self.conns: list[Any] = []
         try:
             for k in range(processes):
                 parent, child = context.Pipe()
-                first = k * len(self.games) // processes
                 process = context.Process(target=_ceiling_worker, daemon=True,
-                                          args=(child, self.games, first,
+                                          args=(child, self.games, k, processes,
                                                 config.seed + 1000 * k, config.rounds, steps),
                                           name=f"fastatari-bench-mix-ceiling-{k}")
                 process.start()
@@ -216,15 +242,17 @@ class MixCeiling:
     def run(self, round_index: int) -> None:
         for conn in self.conns:
             conn.send(round_index)
-        total = np.zeros(len(self.games))
+        total, switching = np.zeros(len(self.games)), np.zeros(len(self.games))
         for conn in self.conns:
-            index, seconds = self._reply(conn)
+            index, seconds, switched = self._reply(conn)
             if index != round_index:
                 raise RuntimeError(f"a ceiling process answered round {index}, "
                                    f"expected {round_index}")
             total += seconds
+            switching += switched
         if round_index:
             self.per_round.append(total / (self.steps * len(self.conns)))
+            self.switching.append(switching / (self.steps * len(self.conns)))
 
     def contender(self) -> Contender:
         # measure()'s wall time for it is not used: the per-game seconds are
@@ -290,28 +318,15 @@ def pool_contender(env: Any, pool: str, config: BenchConfig, num_workers: int,
 
 
 def assignment_bound(games: Sequence[str], num_workers: int, balance: bool,
-                     us: dict[str, float]) -> float:
-    """Mean worker load ÷ the largest, for the assignment ``make_vec`` makes, loads from ``us``
-    (µs per agent step of each game)."""
+                     us: dict[str, float], table: dict[str, float] | None = None) -> float:
+    """Mean worker load ÷ the largest, loads from ``us`` (µs per agent step of each game), for
+    the assignment ``make_vec`` makes; balanced by ``table`` (default the shipped one; ``us``
+    itself: what a table true to this machine would give)."""
     from fastatari.vector.lineup import assign_workers, make_lineup
 
     lineup, _ = make_lineup(list(games), len(games), {"full_action_space": True})
-    blocks = assign_workers(lineup, num_workers, balance=balance)
+    blocks = assign_workers(lineup, num_workers, balance=balance, costs=table)
     loads = np.array([sum(us[games[i]] for i in block) for block in blocks])
-    return float(loads.mean() / loads.max())
-
-
-def measured_balance_bound(games: Sequence[str], num_workers: int,
-                           us: dict[str, float]) -> float:
-    """The same bound for an assignment balanced by ``us`` itself (longest first, each env to
-    the least loaded worker, as :func:`fastatari.vector.lineup.assign_workers` does with the
-    table): what the balanced assignment would reach with a table true to this machine."""
-    loads = np.zeros(num_workers)
-    counts = np.zeros(num_workers, np.int64)
-    for cost in sorted((us[g] for g in games), reverse=True):
-        k = int(np.lexsort((counts, loads))[0])
-        loads[k] += cost
-        counts[k] += 1
     return float(loads.mean() / loads.max())
 
 
@@ -370,6 +385,9 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
         seconds = measure([ceiling.contender(), *contenders], config.rounds, bar)
         report.load = watch.stop()
         report.worker_restarts = sum(env.worker_restarts for env in envs)
+    report.switching_ratio = [float(own.sum() / switched.sum())
+                              for own, switched in zip(ceiling.per_round, ceiling.switching,
+                                                       strict=True)]
     _summarise(report, games, lineups, workers, ceiling.per_round, seconds)
     return report
 
@@ -418,7 +436,7 @@ def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[st
             report.modelled_bound[name_of(pool, balance)] = {
                 m: assignment_bound(lineup, m, balance, us) for m in sizes}
         report.modelled_bound[f"balanced by the measured costs, {pool} (model)"] = {
-            m: measured_balance_bound(lineup, m, us) for m in sizes}
+            m: assignment_bound(lineup, m, True, us, table=us) for m in sizes}
         report.balanced_over_contiguous[pool] = median_ratio(seconds[name_of(pool, False)],
                                                              seconds[name_of(pool, True)])
     report.startup_median_s = {
@@ -459,6 +477,19 @@ def markdown_multigame(report: MultigameReport) -> str:
              f"{spread['max'] / spread['min']:.1f}×; Spearman rank correlation with "
              f"`game_costs.json` (what the balanced assignment uses): "
              f"{report.cost_rank_correlation:.2f}.")
+    switching = ""
+    if report.switching_ratio:
+        rounds = ", ".join(f"{r:.2f}" for r in report.switching_ratio)
+        switching = (
+            "Many games at once, bare: the ceiling's processes also split the suite (game g to "
+            f"process g mod {report.ceiling_processes}) and play their share going to the next "
+            "game after every agent step, as the workers of the N=57 pool do, without "
+            "preprocessing or transport; that runs at "
+            f"**{statistics.median(report.switching_ratio):.2f}** of the suite's ceiling "
+            f"(per round: {rounds}): what the emulator itself pays for playing many games at "
+            "once (caches, branch predictors, and cores slowing each other when they play "
+            "different games), which no assignment of one env per game avoids. The balanced "
+            "assignment steps each game's envs in a row, where a worker has several.")
     load = report.load.get("other_cores", float("nan"))
     warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
                if load > OTHER_LOAD_WARNING else "")
@@ -469,7 +500,8 @@ def markdown_multigame(report: MultigameReport) -> str:
         "`fastatari.suites.ATARI_5` with each game's 4 envs in a row (N=20); "
         "`full_action_space=True`, sticky actions off, random actions, sync `step` "
         f"(sync steps per round: {steps}); balanced = `balance=True` (by "
-        "`game_costs.json`, longest first), contiguous = `balance=False`. The ceiling: every "
+        "`game_costs.json`, longest first, each game's envs kept together), contiguous = "
+        "`balance=False`. The ceiling: every "
         "game's bare 4× `ale.act` loop (random actions from its full action set, no "
         f"preprocessing), in {report.ceiling_processes} processes in parallel, "
         f"{report.game_steps_per_round} agent steps per game per process per round, "
@@ -484,6 +516,7 @@ def markdown_multigame(report: MultigameReport) -> str:
         "by the measured costs themselves (what a table true to this machine would "
         "give):\n\n" + model,
         costs,
+        *([switching] if switching else []),
         f"Start-up of a {report.games}-game pool, {report.usable_cores} workers: "
         "`make_vec(...)` then the first `reset(seed=0)`, wall time in this process (imports "
         f"already done), median of {repeats}.\n\n" + startup,
