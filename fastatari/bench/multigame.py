@@ -25,8 +25,8 @@ machine the same neighbours), where one process on otherwise idle cores would ru
 overstate it. Each round the processes also split the suite, every ``C``-th game to each, and
 play their share changing game after every agent step, as the workers of a pool of one env per
 game do, but bare: the suite's rate in that loop ÷ its ceiling is the *switching ratio*, what
-playing many games at once costs the emulator itself (caches, branch predictors, and on this
-machine's virtual cores one core's work slowing the other's when they play different games).
+playing many games at once costs the emulator itself (caches and branch predictors that each
+game's code fills its own way).
 
 **What is reported.** steps/s, the ratio to the ceiling (per round, against the ceiling of the
 same round, median), balanced ÷ contiguous (per round, median), and the *assignment bound*:
@@ -487,8 +487,8 @@ def markdown_multigame(report: MultigameReport) -> str:
             "preprocessing or transport; that runs at "
             f"**{statistics.median(report.switching_ratio):.2f}** of the suite's ceiling "
             f"(per round: {rounds}): what the emulator itself pays for playing many games at "
-            "once (caches, branch predictors, and cores slowing each other when they play "
-            "different games), which no assignment of one env per game avoids. The balanced "
+            "once (caches and branch predictors that each game's code fills its own way), which "
+            "no assignment of one env per game avoids. The balanced "
             "assignment steps each game's envs in a row, where a worker has several.")
     load = report.load.get("other_cores", float("nan"))
     warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
