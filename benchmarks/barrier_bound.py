@@ -8,11 +8,14 @@ reports, without any transport or process cost:
 
 * ``work``: the mean block time per step, the step time if every block finished together;
 * ``barrier``: the mean slowest block per step, the step time a perfect transport would give;
-* the ceiling: the bare ``ale.act`` loop per block of envs (the harness's ceiling).
+* the ceiling: the bare ``ale.act`` loop per block of envs (the harness's ceiling; with several
+  games, each game's own loop, weighted by its share of envs, as the multigame section's).
 
-``ceiling / barrier`` bounds a sync step's ratio to the ceiling. A reset is ~4.5 ms of
-emulation in one piece while a normal step is ~0.25 ms per env, so the blocks with a reset set
-the pace in the few steps where one happens.
+``ceiling / barrier`` bounds a sync step's ratio to the ceiling. ``--game`` takes one game, a
+comma-separated list (env ``i`` plays game ``i`` mod its length; the assignment then groups
+each worker's envs by game, as ``make_vec(balance=True)`` does) or ``atari57`` for the suite.
+A reset is ~4.5 ms of emulation in one piece while a normal step is ~0.25 ms per env, so the
+blocks with a reset set the pace in the few steps where one happens.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import numpy as np
 
 from fastatari.bench.harness import bare_loop
 from fastatari.game import AtariGame
-from fastatari.options import AtariOptions
+from fastatari.vector.lineup import assign_workers, make_lineup
 
 
 def main() -> None:
@@ -34,11 +37,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4000)
     args = parser.parse_args()
 
-    options = AtariOptions(repeat_action_probability=0.0)
-    games = [AtariGame(args.game, options, seed=i) for i in range(args.envs)]
+    if args.game == "atari57":
+        from fastatari.suites import ATARI_57 as names
+    else:
+        names = tuple(args.game.split(","))
+    roms = [names[i % len(names)] for i in range(args.envs)]
+    lineup, options = make_lineup(roms if len(names) > 1 else roms[0], args.envs,
+                                  {"repeat_action_probability": 0.0,
+                                   "full_action_space": len(names) > 1})
+    games = [AtariGame(rom, options, seed=i) for i, rom in enumerate(lineup.games)]
     for i, game in enumerate(games):
         game.reset(i)
-    blocks = np.array_split(np.arange(args.envs), args.blocks)
+    blocks = assign_workers(lineup, args.blocks)
     rng = np.random.default_rng(0)
     clock = time.perf_counter
     times = np.zeros((args.steps, args.blocks))
@@ -48,20 +58,26 @@ def main() -> None:
         for b, block in enumerate(blocks):
             start = clock()
             for i in block:
-                _, terminated, truncated, _ = games[i].step(int(actions[i]))
+                game = games[i]  # a game without ALE's 18 (Skiing has 9): modulo its own
+                _, terminated, truncated, _ = game.step(int(actions[i]) % game.num_actions)
                 if terminated or truncated:  # next_step autoreset, timed with this step
-                    games[i].reset()
+                    game.reset()
                     resets += 1
             times[t, b] = clock() - start
 
-    bare_steps = args.steps * len(blocks[0])
-    run = bare_loop(args.game, 0, 1, bare_steps)  # the harness's ceiling loop
-    start = clock()
-    run(1)
-    ceiling = (clock() - start) / bare_steps * len(blocks[0])  # one block of bare steps
+    bare_steps = max(200, args.steps * args.envs // len(lineup.names))  # per game
+    per_step = {}
+    for name in lineup.names:
+        run = bare_loop(name, 0, 1, bare_steps)  # the harness's ceiling loop
+        start = clock()
+        run(1)
+        per_step[name] = (clock() - start) / bare_steps
+    # one block of bare steps: each env's game's own loop, the block's mean share of the envs
+    ceiling = np.mean([per_step[g] for g in lineup.games]) * args.envs / args.blocks
 
     work, barrier = times.mean(), times.max(axis=1).mean()
-    print(f"{args.game}: {args.envs} envs in {args.blocks} blocks, {args.steps} steps, "
+    print(f"{args.game if len(names) < 4 else f'{len(names)} games'}: {args.envs} envs in "
+          f"{args.blocks} blocks, {args.steps} steps, "
           f"{resets} resets ({resets / args.steps:.3f} per step)")
     print(f"ceiling (bare ale.act loop)   {ceiling * 1e6:8.0f} us per block-step")
     print(f"work    (mean block)          {work * 1e6:8.0f} us  -> {ceiling / work:.3f} of the "
