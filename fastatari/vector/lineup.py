@@ -98,9 +98,8 @@ def assign_workers(lineup: Lineup, num_workers: int, balance: bool = True,
     1.1-1.2x slower here than one that plays each game for a while). So games are placed
     whole, longest first, each on the least loaded worker; a game is split only where that
     worker would pass its fair share (the total cost ÷ workers), the rest going on to the next
-    least loaded.
-    With one env per game this is the classic longest-first greedy. Each worker steps its
-    envs grouped by game, in order of env id within a game.
+    least loaded. With one env per game this is the classic longest-first greedy. Each worker
+    steps its envs grouped by game, in order of env id within a game.
     """
     n = len(lineup.games)
     if not (balance and lineup.multi):
