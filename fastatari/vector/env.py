@@ -98,8 +98,9 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         Caps worker restarts over the env's whole life (default: no cap).
     balance : bool
         With several games, assign envs to workers by each game's measured emulation cost
-        (default), so a synchronous step does not wait for a worker that drew the slow games;
-        False: contiguous blocks.
+        (default), so a synchronous step does not wait for a worker that drew the slow games,
+        keeping each game's envs together on as few workers as that allows (changing ROM costs
+        the emulator its caches); False: contiguous blocks.
     cpus : "auto" or list of int, optional
         Pin worker ``k`` to ``cpus[k % len(cpus)]`` ("auto": the usable CPUs in order), like
         EnvPool's ``thread_affinity_offset``. Linux only.
