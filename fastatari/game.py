@@ -15,7 +15,6 @@ memory).
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -27,6 +26,7 @@ from fastatari import kernels
 from fastatari.games import resolve_game
 from fastatari.options import AtariOptions
 from fastatari.palette import Palette, palette_for
+from fastatari.romfacts import RomFacts, loaded_facts, read_facts
 from fastatari.schema import GAME_KEY
 
 __all__ = ["AtariGame", "FramePipeline", "action_index", "action_names", "make_np_random"]
@@ -37,18 +37,11 @@ _IDENTITY = np.arange(256, dtype=np.uint8)
 ALE_ACTIONS = tuple(ale_py.Action.__members__.values())
 
 
-@lru_cache(maxsize=None)
 def action_names(rom: str, full_action_space: bool = False) -> Tuple[str, ...]:
-    """The names of a ROM's actions (minimal set, or all 18), e.g. ``("NOOP", "FIRE", ...)``.
-
-    Loads the ROM once per process (cached), for front ends that must know the action set
-    before they choose options (EnvPool's fire reset only where action 1 is FIRE).
-    """
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-    ale = ale_py.ALEInterface()
-    ale.loadROM(roms.get_rom_path(resolve_game(rom)))
-    actions = ale.getLegalActionSet() if full_action_space else ale.getMinimalActionSet()
-    return tuple(a.name for a in actions)
+    """The names of a ROM's actions (minimal set, or all 18), e.g. ``("NOOP", "FIRE", ...)``,
+    for front ends that must know the action set before they choose options (EnvPool's fire
+    reset only where action 1 is FIRE). From the ROM facts table, without loading the ROM."""
+    return loaded_facts(rom).actions(full_action_space)
 
 
 def make_np_random(seed: int) -> np.random.Generator:
@@ -283,26 +276,15 @@ class AtariGame:
         # ale-py seeds randomly at construction; a known seed lets the first reset(seed) with
         # the same seed skip reloading the ROM (0.1-0.3 s), as the loaded state is the same.
         self._load_seeds = self.seed(seed)
+        self.facts: Optional[RomFacts] = None  # read at the first load, which checks options
         self._load()
         self._fresh_seed = seed  # not None: the ROM is as loaded with this seed, untouched
 
         self.action_set = list(ale.getLegalActionSet() if options.full_action_space
                                else ale.getMinimalActionSet())
         self.num_actions = len(self.action_set)
-        if options.noop_max > 0 and self.action_set[0] != ale_py.Action.NOOP:
-            raise ValueError(f"noop_max > 0 needs action 0 to be NOOP, but {self.rom}'s action 0 "
-                             f"is {self.action_set[0].name}")
-        if options.fire_reset and (self.num_actions < 2
-                                   or self.action_set[1] != ale_py.Action.FIRE):
-            raise ValueError(f"fire_reset=True needs a game whose action 1 is FIRE; {self.rom} "
-                             f"has actions {[a.name for a in self.action_set]}")
-
         h, w = ale.getScreenDims()
         self.screen_shape: Tuple[int, int] = (h, w)
-        if options.width > w or options.height > h:
-            raise ValueError(f"screen_size {(options.width, options.height)} (width, height) "
-                             f"would enlarge {self.rom}'s {w}x{h} screen; fastatari only "
-                             f"downscales (INTER_AREA)")
 
         shape = options.observation_shape
         if stack is None:
@@ -345,16 +327,12 @@ class AtariGame:
     def _load(self) -> None:
         ale, opts = self.ale, self.options
         ale.loadROM(roms.get_rom_path(self.rom))
+        if self.facts is None:  # the first load: what the ROM offers, against the options
+            self.facts = read_facts(self.rom, ale)
+            self.facts.check(opts)
         if opts.mode is not None:
-            modes = list(ale.getAvailableModes())
-            if opts.mode not in modes:
-                raise ValueError(f"mode must be one of {modes} for {self.rom}, got {opts.mode}")
             ale.setMode(opts.mode)
         if opts.difficulty is not None:
-            levels = list(ale.getAvailableDifficulties())
-            if opts.difficulty not in levels:
-                raise ValueError(f"difficulty must be one of {levels} for {self.rom}, "
-                                 f"got {opts.difficulty}")
             ale.setDifficulty(opts.difficulty)
 
     def _reset_ale(self, seed: Optional[int]) -> None:

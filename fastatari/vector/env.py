@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_space
 
 from fastatari import validate
 from fastatari.game import ALE_ACTIONS, AtariGame
+from fastatari.romfacts import known_facts
 from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
 from fastatari.vector.buffers import Layout, SharedBuffers
@@ -156,6 +157,11 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._same_step = mode == AutoresetMode.SAME_STEP
         self._next_step = mode == AutoresetMode.NEXT_STEP
         self._info_fields = info_fields(self.options)
+        # options checked against each ROM's facts before any worker starts, where known
+        meanings = self._known_action_meanings()
+        known = len(meanings) == len(self.game_names)
+        if known:
+            self._action_meanings = self._shared_action_meanings(meanings)
 
         blocks = assign_workers(self._lineup, self.num_workers,
                                 balance=validate.check_bool("balance", balance))
@@ -175,7 +181,8 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._buf = buffers
         template = WorkerConfig(index=-1, env_ids=(), games=self._lineup.env_games(),
                                 layout=layout, same_step=self._same_step,
-                                prereset=self._next_step, probe=self._lineup.multi,
+                                prereset=self._next_step,
+                                probe=self._lineup.multi and not known,
                                 ale_actions=self._ale_actions,
                                 resets=(),
                                 block=buffers.handle)
@@ -184,7 +191,9 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         try:  # the pool owns the buffers from here on
             # Games are built at the first reset, with its seeds: nothing to reset at start.
             ready = self._pool.start(lambda k: [])
-            self._action_meanings = self._probe_games(ready)
+            if not known:
+                self._action_meanings = self._shared_action_meanings(
+                    self._probe_games(meanings, ready))
             self._num_actions = len(self._action_meanings)
         except BaseException:
             self._pool.close()
@@ -197,21 +206,39 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
-    def _probe_games(self, ready: Dict[int, Reply]) -> List[str]:
-        """Check the options against each game's ROM (mode, difficulty, FIRE, screen size) and
-        return the action names all envs share. One game: a game built here. Several: the
-        workers built one of each of their games while starting, in parallel, and their READY
-        replies carry the action names (a bad option is then their WorkerError)."""
+    def _known_action_meanings(self) -> Dict[str, List[str]]:
+        """Check the options against the facts of each game the ROM facts table knows (mode,
+        difficulty, NOOP, FIRE, screen size: ``ValueError``); their action names."""
+        meanings = {}
+        for name in self._lineup.names:
+            facts = known_facts(name)
+            if facts is not None:
+                options = self._lineup.options[name]
+                facts.check(options)
+                meanings[name] = list(facts.actions(options.full_action_space))
+        return meanings
+
+    def _probe_games(self, meanings: Dict[str, List[str]],
+                     ready: Dict[int, Reply]) -> Dict[str, List[str]]:
+        """Complete ``meanings`` (action names by game, from the table) for the games the table
+        lacks, checking their options (a ROM is loaded for that): several games, the workers
+        built one of each of theirs while starting, in parallel, and their READY replies carry
+        the action names (a bad option is then their WorkerError); one game, a game built
+        here."""
         lineup = self._lineup
-        meanings: Dict[str, List[str]] = {}
-        if lineup.multi:
-            for reply in ready.values():
-                meanings.update(reply.payload or {})
+        meanings = dict(meanings)
+        for reply in ready.values():
+            meanings.update(reply.payload or {})
         for name in lineup.names:  # one game, or a worker restarted while starting
             if name not in meanings:
                 probe = AtariGame(name, lineup.options[name])
                 meanings[name] = probe.action_meanings()
                 probe.close()
+        return meanings
+
+    def _shared_action_meanings(self, meanings: Dict[str, List[str]]) -> List[str]:
+        """The action names every env shares (``ValueError`` if the games' differ)."""
+        lineup = self._lineup
         if self._ale_actions:
             return [a.name for a in ALE_ACTIONS]
         first = meanings[lineup.names[0]]
