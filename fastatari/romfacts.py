@@ -77,9 +77,7 @@ def read_facts(rom: str, ale: Any) -> RomFacts:
 def known_facts(game: str) -> Optional[RomFacts]:
     """The facts of ``game`` from the table, without loading it; None if the table was written
     by another ale-py version, or lacks the ROM (then load it: :func:`loaded_facts`)."""
-    rom = resolve_game(game)
-    table = _table()
-    return table.get(rom)
+    return _table().get(resolve_game(game))
 
 
 @lru_cache(maxsize=None)
