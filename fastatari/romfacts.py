@@ -73,7 +73,6 @@ def read_facts(rom: str, ale: Any) -> RomFacts:
                     tuple(int(x) for x in ale.getScreenDims()))  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=None)
 def known_facts(game: str) -> Optional[RomFacts]:
     """The facts of ``game`` from the table, without loading it; None if the table was written
     by another ale-py version, or lacks the ROM (then load it: :func:`loaded_facts`)."""
@@ -84,13 +83,14 @@ def known_facts(game: str) -> Optional[RomFacts]:
 def loaded_facts(game: str) -> RomFacts:
     """The facts of ``game``: from the table, else by loading the ROM once in this process."""
     facts = known_facts(game)
-    if facts is None:
-        rom = resolve_game(game)
-        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-        ale = ale_py.ALEInterface()
-        ale.loadROM(roms.get_rom_path(rom))
-        facts = read_facts(rom, ale)
-    return facts
+    return facts if facts is not None else _load_facts(resolve_game(game))
+
+
+def _load_facts(rom: str) -> RomFacts:
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    ale = ale_py.ALEInterface()
+    ale.loadROM(roms.get_rom_path(rom))
+    return read_facts(rom, ale)
 
 
 @lru_cache(maxsize=1)
@@ -109,12 +109,9 @@ def _table() -> Dict[str, RomFacts]:
 
 def write_table(path: str = TABLE_FILE) -> int:
     """Load every ROM fastatari plays and write their facts to ``path``; returns the ROM count."""
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
     rows = {}
     for rom in game_ids():  # every ROM ale-py ships that ALE can load
-        ale = ale_py.ALEInterface()
-        ale.loadROM(roms.get_rom_path(rom))
-        row = asdict(read_facts(rom, ale))
+        row = asdict(_load_facts(rom))
         del row["rom"]
         rows[rom] = row
     lines = [f" {json.dumps(rom)}: {json.dumps(row, sort_keys=True)}" for rom, row in rows.items()]

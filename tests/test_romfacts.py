@@ -45,13 +45,13 @@ def test_a_table_of_another_ale_py_is_not_used(tmp_path, monkeypatch):
     other = tmp_path / "rom_facts.json"
     other.write_text(json.dumps(data))
     monkeypatch.setattr(romfacts, "TABLE_FILE", str(other))
-    for cached in (romfacts._table, romfacts.known_facts, romfacts.loaded_facts):
+    for cached in (romfacts._table, romfacts.loaded_facts):
         cached.cache_clear()
     try:
         assert known_facts("pong") is None
         assert loaded_facts("pong") == facts_of_loaded("pong")  # read from the loaded ROM
     finally:
-        for cached in (romfacts._table, romfacts.known_facts, romfacts.loaded_facts):
+        for cached in (romfacts._table, romfacts.loaded_facts):
             cached.cache_clear()
 
 

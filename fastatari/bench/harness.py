@@ -280,12 +280,17 @@ def bare_loop(game: str, seed: int, rounds: int, steps: int) -> Callable[[int], 
 
     def run(round_index: int) -> None:
         for action in actions[round_index % len(actions)]:
-            for _ in range(FRAME_SKIP):
-                ale.act(action)
-            if ale.game_over():
-                ale.reset_game()
+            bare_step(ale, action)
 
     return run
+
+
+def bare_step(ale, action) -> None:
+    """One agent step of the ceiling: FRAME_SKIP bare ``ale.act`` calls, reset on game over."""
+    for _ in range(FRAME_SKIP):
+        ale.act(action)
+    if ale.game_over():
+        ale.reset_game()
 
 
 def ceiling_contender(config: BenchConfig) -> Contender:

@@ -57,6 +57,7 @@ from fastatari.bench.harness import (
     BenchConfig,
     Contender,
     Progress,
+    bare_step,
     draw_actions,
     markdown_table,
     measure,
@@ -181,23 +182,15 @@ def _ceiling_worker(conn, games: Sequence[str], index: int, processes: int, seed
         for g in order:  # each game's loop
             start = time.perf_counter()
             for action in rows[g]:
-                _act(ales[g], action)
+                bare_step(ales[g], action)
             seconds[g] = time.perf_counter() - start
         switching = [0.0] * len(games)
         for k in range(steps * processes):  # the share, changing game every agent step
             for g in share:
                 start = time.perf_counter()
-                _act(ales[g], rows[g][k % steps])
+                bare_step(ales[g], rows[g][k % steps])
                 switching[g] += time.perf_counter() - start
         conn.send((round_index, seconds, switching))
-
-
-def _act(ale, action) -> None:
-    """One agent step of the bare loop."""
-    for _ in range(FRAME_SKIP):
-        ale.act(action)
-    if ale.game_over():
-        ale.reset_game()
 
 
 class MixCeiling:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import collections
 import enum
-from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Container, Deque, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
@@ -25,8 +25,8 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from fastatari import validate
-from fastatari.game import ALE_ACTIONS, AtariGame
-from fastatari.romfacts import known_facts
+from fastatari.game import ALE_ACTIONS
+from fastatari.romfacts import RomFacts, known_facts, loaded_facts
 from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
 from fastatari.vector.buffers import Layout, SharedBuffers
@@ -157,10 +157,12 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._same_step = mode == AutoresetMode.SAME_STEP
         self._next_step = mode == AutoresetMode.NEXT_STEP
         self._info_fields = info_fields(self.options)
-        # options checked against each ROM's facts before any worker starts, where known
-        meanings = self._known_action_meanings()
-        known = len(meanings) == len(self.game_names)
-        if known:
+        # Each game's options are checked against its ROM's facts before any worker starts:
+        # from the table, else (one game) its ROM loaded here; several games the table lacks
+        # are checked by the workers, in parallel, while they start (one load per game each).
+        meanings = self._check_games(known_facts if self._lineup.multi else loaded_facts)
+        probe = len(meanings) < len(self.game_names)
+        if not probe:
             self._action_meanings = self._shared_action_meanings(meanings)
 
         blocks = assign_workers(self._lineup, self.num_workers,
@@ -181,8 +183,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._buf = buffers
         template = WorkerConfig(index=-1, env_ids=(), games=self._lineup.env_games(),
                                 layout=layout, same_step=self._same_step,
-                                prereset=self._next_step,
-                                probe=self._lineup.multi and not known,
+                                prereset=self._next_step, probe=probe,
                                 ale_actions=self._ale_actions,
                                 resets=(),
                                 block=buffers.handle)
@@ -191,9 +192,12 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         try:  # the pool owns the buffers from here on
             # Games are built at the first reset, with its seeds: nothing to reset at start.
             ready = self._pool.start(lambda k: [])
-            if not known:
-                self._action_meanings = self._shared_action_meanings(
-                    self._probe_games(meanings, ready))
+            if probe:
+                for reply in ready.values():  # action names of the games each worker checked
+                    meanings.update(reply.payload or {})
+                # a worker restarted while starting may not have: load those here
+                meanings.update(self._check_games(loaded_facts, skip=meanings))
+                self._action_meanings = self._shared_action_meanings(meanings)
             self._num_actions = len(self._action_meanings)
         except BaseException:
             self._pool.close()
@@ -206,34 +210,18 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
-    def _known_action_meanings(self) -> Dict[str, List[str]]:
-        """Check the options against the facts of each game the ROM facts table knows (mode,
-        difficulty, NOOP, FIRE, screen size: ``ValueError``); their action names."""
+    def _check_games(self, facts_of: Callable[[str], Optional[RomFacts]],
+                     skip: Container[str] = ()) -> Dict[str, List[str]]:
+        """Check each game's options against ``facts_of(game)`` (mode, difficulty, NOOP, FIRE,
+        screen size: ``ValueError``) and return its action names; games in ``skip`` or without
+        facts (None) are left out."""
         meanings = {}
         for name in self._lineup.names:
-            facts = known_facts(name)
+            facts = None if name in skip else facts_of(name)
             if facts is not None:
                 options = self._lineup.options[name]
                 facts.check(options)
                 meanings[name] = list(facts.actions(options.full_action_space))
-        return meanings
-
-    def _probe_games(self, meanings: Dict[str, List[str]],
-                     ready: Dict[int, Reply]) -> Dict[str, List[str]]:
-        """Complete ``meanings`` (action names by game, from the table) for the games the table
-        lacks, checking their options (a ROM is loaded for that): several games, the workers
-        built one of each of theirs while starting, in parallel, and their READY replies carry
-        the action names (a bad option is then their WorkerError); one game, a game built
-        here."""
-        lineup = self._lineup
-        meanings = dict(meanings)
-        for reply in ready.values():
-            meanings.update(reply.payload or {})
-        for name in lineup.names:  # one game, or a worker restarted while starting
-            if name not in meanings:
-                probe = AtariGame(name, lineup.options[name])
-                meanings[name] = probe.action_meanings()
-                probe.close()
         return meanings
 
     def _shared_action_meanings(self, meanings: Dict[str, List[str]]) -> List[str]:
