@@ -263,7 +263,7 @@ def _end_episodes(vec: AtariVectorEnv, ids: np.ndarray) -> None:
     envs are idle (just received), so their next command is a full reset (no life-loss
     continuation is pending for them: their last step did not end an episode).
     """
-    vec._ended[ids] = True
+    vec.end_episodes(ids)
 
 
 class _EnvPool:

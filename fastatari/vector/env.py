@@ -466,6 +466,17 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
             info[GAME_KEY], info["_" + GAME_KEY] = game, ended
         return info
 
+    def end_episodes(self, env_ids: Any) -> None:
+        """Treat the episodes of ``env_ids`` as ended by the caller (a step limit counted
+        outside, as fastatari.envpool's ``max_episode_steps``): under next-step autoreset
+        their next step resets them and ignores its action. The envs must be idle."""
+        self._check_open()
+        ids = self._check_env_ids(env_ids)
+        if (self._phase[ids] != _Phase.IDLE).any():
+            raise AlreadyPendingCallError("end_episodes() of an env with a step in flight: "
+                                          "recv() it first", "end_episodes")
+        self._ended[ids] = True
+
     @property
     def np_random_seed(self) -> Tuple[int, ...]:
         """Each env's last reset seed (-1 for an env never reset with a seed), as gymnasium's
