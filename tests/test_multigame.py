@@ -161,7 +161,7 @@ def test_async_batches_follow_each_workers_game_order():
     with make_vec(games, n, num_workers=1, **KW) as envs:
         expected = [envs.reset(seed=5)[0]] + [envs.step(a)[0] for a in actions]
     with make_vec(games, n, num_workers=2, batch_size=2, **KW) as envs:
-        blocks = envs._pool.blocks
+        blocks = envs.executor.blocks
         assert any(np.any(np.diff(b) < 0) for b in blocks)  # some worker's order is not by id
         envs.reset(seed=5)
         t = np.zeros(n, int)

@@ -13,7 +13,7 @@ from fastatari import make_vec, romfacts
 from fastatari.game import ALE_ACTIONS
 from fastatari.games import game_ids
 from fastatari.romfacts import known_facts, loaded_facts, read_facts
-from fastatari.vector.pool import WorkerError
+from fastatari.vector.executor import WorkerError
 
 KW = dict(repeat_action_probability=0.0, full_action_space=True)
 

@@ -156,7 +156,21 @@ class SharedBuffers:
         self.info = {f.name: views[f.name] for f in INFO_FIELDS}
         self.final_info = {f.name: views["final_" + f.name] for f in INFO_FIELDS}
         self.game = {f.name: views["game_" + f.name] for f in GAME_FIELDS}
+        # what the envs write: the columns a remote executor ships back (not the commands)
+        self._results = {name: view for name, view in views.items()
+                         if name not in ("action", "wake")}
         self._open = True
+
+    def rows(self, ids: np.ndarray, finals: bool) -> Dict[str, np.ndarray]:
+        """Copies of the result columns' rows ``ids`` (the ``final_*`` columns only with
+        ``finals``): what an executor on another machine sends back."""
+        return {name: view[ids] for name, view in self._results.items()
+                if finals or not name.startswith("final_")}
+
+    def put_rows(self, ids: np.ndarray, rows: Dict[str, np.ndarray]) -> None:
+        """Write :meth:`rows` of another block into the rows ``ids`` of this one."""
+        for name, values in rows.items():
+            self._results[name][ids] = values
 
     @property
     def handle(self) -> Handle:
@@ -170,7 +184,7 @@ class SharedBuffers:
             return
         self._open = False
         for name in ("obs", "final_obs", "action", "wake", "reward", "terminated", "truncated",
-                     "game_done", "has_final", "info", "final_info", "game"):
+                     "game_done", "has_final", "info", "final_info", "game", "_results"):
             delattr(self, name)
         try:
             self.block.close()

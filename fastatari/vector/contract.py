@@ -12,7 +12,7 @@ from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, No
                              ResetNeeded)
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["CallOrder", "State", "autoreset_mode", "reset_mask"]
+__all__ = ["CallOrder", "Phase", "State", "autoreset_mode", "reset_mask"]
 
 # gymnasium's enum, its values ("NextStep", ...) and fastatari's snake-case names
 _AUTORESET_MODES = {key: mode for mode in AutoresetMode
@@ -44,6 +44,14 @@ def reset_mask(options: Optional[Dict[str, Any]], num_envs: int,
     if first_reset and not mask.all():
         raise ValueError("the first reset() must reset every env (no reset_mask)")
     return None if mask.all() else mask
+
+
+class Phase(enum.IntEnum):
+    """Where one env's step is (the vector env keeps one per env)."""
+
+    IDLE = 0
+    IN_FLIGHT = 1  # sent to what runs it, not answered yet
+    ANSWERED = 2  # answered, waiting for recv()
 
 
 class State(enum.Enum):

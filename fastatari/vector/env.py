@@ -1,27 +1,26 @@
-"""AtariVectorEnv: N games in worker processes, observations in shared memory.
+"""AtariVectorEnv: gymnasium's vector-env contract over an executor that runs the envs.
 
 The env keeps gymnasium's contract: argument checks, the call order (an explicit state), the
-autoreset bookkeeping and gymnasium's batched ``info``. Processes, pipes and restarts are the
-:class:`~.pool.WorkerPool`'s; the messages are :mod:`.protocol`'s; the result columns come
-from :mod:`fastatari.schema`.
+autoreset bookkeeping, gymnasium's batched ``info`` and the report of a restart. What runs the
+envs is an :class:`~.executor.Executor`: the local worker processes
+(:class:`~.pool.WorkerPool`, the default) or Ray actors (``fastatari.ray``); either leaves
+every result in the columns of its buffers (:mod:`fastatari.schema`), which the env reads.
 
 Per env it keeps four things: its phase (idle, stepping in a worker, or answered and waiting
 for :meth:`AtariVectorEnv.recv`), the queue of answered envs in answer order, whether its next
-step is a reset (next-step autoreset), and whether its worker was restarted since its last
+step is a reset (next-step autoreset), and whether its games were replaced since its last
 result (reported once, as ``info["worker_restarted"]``).
 """
 
 from __future__ import annotations
 
 import collections
-import enum
 from typing import Any, Callable, Container, Deque, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 from gymnasium.error import AlreadyPendingCallError
-from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from fastatari import validate
@@ -29,25 +28,14 @@ from fastatari.game import ALE_ACTIONS
 from fastatari.romfacts import RomFacts, known_facts, loaded_facts
 from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
-from fastatari.vector.buffers import Layout, SharedBuffers
-from fastatari.vector.contract import CallOrder, State
-from fastatari.vector.lineup import assign_workers, make_lineup
-from fastatari.vector.placement import resolve_cpus, usable_cores
-from fastatari.vector.pool import WorkerError, WorkerPool, raise_errors
-from fastatari.vector.protocol import (Op, Reply, ReplyKind, ResetRequest, WorkerConfig,
-                                       encode_render, encode_reset)
+from fastatari.vector.buffers import Layout
+from fastatari.vector.config import VectorConfig, split_keywords
+from fastatari.vector.contract import CallOrder, Phase, State
+from fastatari.vector.executor import Executor, Plan, WorkerError, raise_errors
+from fastatari.vector.lineup import Lineup, make_lineup
+from fastatari.vector.protocol import Op, Reply, ReplyKind
 
 __all__ = ["AtariVectorEnv", "WorkerError"]
-
-#: Default ``timeout``: long enough for a worker to reload many ROMs in one reset, short
-#: enough that a hung worker is replaced within a couple of minutes.
-DEFAULT_TIMEOUT = 120.0
-
-
-class _Phase(enum.IntEnum):
-    IDLE = 0
-    IN_FLIGHT = 1  # sent to its worker, not answered yet
-    ANSWERED = 2  # answered, waiting for recv()
 
 
 class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
@@ -70,8 +58,8 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         ``info["game_index"]`` each env's index into it.
     num_envs : int
     num_workers : int, optional
-        Worker processes (default: usable cores, at most ``num_envs``); each owns a contiguous
-        block of envs.
+        Worker processes (default: usable cores, at most ``num_envs``); each owns a block of
+        envs (contiguous, for one game; see ``balance``).
     batch_size : int, optional
         Envs :meth:`recv` returns in async mode (default ``num_envs``). Below ``num_envs``,
         workers report every ``ceil(batch_size / num_workers)`` envs, so a batch fills from
@@ -109,6 +97,9 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     **options
         :class:`~fastatari.AtariOptions` fields (``frame_skip``, ``noop_max``, ...).
 
+    The vector keywords above are declared, with their defaults and checks, once, in
+    :class:`~fastatari.vector.config.VectorConfig`.
+
     Notes
     -----
     When a worker dies or hangs, its envs are reset (seeded deterministically from their last
@@ -117,91 +108,86 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     workers' envs lose nothing.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
+    metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
+                "render_modes": ["rgb_array"]}
 
-    def __init__(self, game: str | Sequence[str], num_envs: int,
-                 num_workers: Optional[int] = None,
-                 batch_size: Optional[int] = None,
-                 autoreset_mode: str | AutoresetMode = "next_step", copy: bool = True,
-                 timeout: Optional[float] = DEFAULT_TIMEOUT,
-                 max_crashes_without_progress: int = 3, max_restarts: Optional[int] = None,
-                 cpus: Any = None, balance: bool = True, render_mode: Optional[str] = None,
-                 **options: Any) -> None:
+    def __init__(self, game: str | Sequence[str], num_envs: int, **keywords: Any) -> None:
         self._state = State.CLOSED  # until construction succeeds
         num_envs = validate.check_int("num_envs", num_envs, 1)
-        if num_workers is None:
-            num_workers = max(1, min(usable_cores(), num_envs))
-        self.num_workers = validate.check_int("num_workers", num_workers, 1, num_envs)
-        self.batch_size = validate.check_int(
-            "batch_size", num_envs if batch_size is None else batch_size, 1, num_envs)
-        mode = contract.autoreset_mode(autoreset_mode)
-        self.copy = validate.check_bool("copy", copy)
-        self.timeout = validate.check_timeout("timeout", timeout)
-        limit = validate.check_int("max_crashes_without_progress", max_crashes_without_progress, 1)
-        if max_restarts is not None:
-            max_restarts = validate.check_int("max_restarts", max_restarts, 0)
-        self.max_restarts = max_restarts
-        cpu_of_worker = resolve_cpus(cpus, self.num_workers)
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self._lineup, self.options = make_lineup(game, num_envs, dict(options))
-        self.games: Tuple[str, ...] = self._lineup.games
-        self.game_names: Tuple[str, ...] = self._lineup.names
-        self.rom: Optional[str] = None if self._lineup.multi else self.games[0]
-        self._game_index = self._lineup.game_index()
-        # several games, full action space: actions are ALE's 18 for every env
-        self._ale_actions = self._lineup.multi and self.options.full_action_space
-        self.num_envs = num_envs
-        self.render_mode = render_mode
-        self.metadata = dict(self.metadata, autoreset_mode=mode)
-        self._same_step = mode == AutoresetMode.SAME_STEP
-        self._next_step = mode == AutoresetMode.NEXT_STEP
-        self._info_fields = info_fields(self.options)
-        # Each game's options are checked against its ROM's facts before any worker starts:
-        # from the table, else (one game) its ROM loaded here; several games the table lacks
-        # are checked by the workers, in parallel, while they start (one load per game each).
-        meanings = self._check_games(known_facts if self._lineup.multi else loaded_facts)
-        probe = len(meanings) < len(self.game_names)
-        if not probe:
-            self._action_meanings = self._shared_action_meanings(meanings)
+        vector, options = split_keywords(keywords)
+        config = VectorConfig.checked(num_envs, **vector)
+        plan, meanings = self._plan(game, num_envs, config, options)
+        self._open(plan, self._make_executor(plan), meanings)
 
-        blocks = assign_workers(self._lineup, self.num_workers,
-                                balance=validate.check_bool("balance", balance))
+    # -- construction ----------------------------------------------------------------------------
+    @staticmethod
+    def _plan(game: str | Sequence[str], num_envs: int, config: VectorConfig,
+              options: Dict[str, Any]) -> Tuple[Plan, Optional[List[str]]]:
+        """The games, their options checked against each ROM's facts (mode, difficulty, NOOP,
+        FIRE, screen size: ``ValueError``) before anything starts, and the action names
+        (None: the workers check the games the facts table lacks, in parallel, as they
+        start)."""
+        lineup, common = make_lineup(game, num_envs, options)
+        # several games, full action space: actions are ALE's 18 for every env
+        ale_actions = lineup.multi and common.full_action_space
+        # from the table, else (one game) its ROM loaded here
+        meanings = _check_games(lineup, known_facts if lineup.multi else loaded_facts)
+        probe = len(meanings) < len(lineup.names)
+        plan = Plan(lineup, common, tuple(range(num_envs)), config,
+                    Layout(num_envs, common.observation_shape), probe=probe,
+                    ale_actions=ale_actions)
+        return plan, None if probe else _shared_action_meanings(lineup, meanings, ale_actions)
+
+    def _make_executor(self, plan: Plan) -> Executor:
+        """The local worker processes (``fastatari.ray`` gives Ray actors instead)."""
+        from fastatari.vector.pool import WorkerPool
+
+        return WorkerPool(plan)
+
+    def _open(self, plan: Plan, executor: Executor, meanings: Optional[List[str]],
+              started: bool = False) -> None:
+        """Take ``executor`` (owned from here on) and start it, unless ``started``."""
+        config, lineup = plan.config, plan.lineup
+        self.executor = executor
+        self.num_envs = num_envs = plan.num_envs
+        self.num_workers: Optional[int] = config.num_workers
+        self.batch_size = config.batch_size
+        self.copy = config.copy
+        self.timeout = config.timeout
+        self.max_restarts = config.max_restarts
+        self.render_mode = config.render_mode
+        self._lineup: Lineup = lineup
+        self.options = plan.options
+        self.games: Tuple[str, ...] = lineup.games
+        self.game_names: Tuple[str, ...] = lineup.names
+        self.rom: Optional[str] = None if lineup.multi else self.games[0]
+        self._game_index = lineup.game_index()
+        self.metadata = dict(self.metadata, autoreset_mode=config.autoreset_mode)
+        self._same_step = config.same_step
+        self._info_fields = info_fields(self.options)
         # async: workers answer every `chunk` envs, so a batch can gather envs from all of them
         self._chunk = (0 if self.batch_size >= num_envs
-                       else min(0xFFFF, -(-self.batch_size // self.num_workers)))
-
+                       else min(0xFFFF, -(-self.batch_size // config.num_workers)))
         self._phase = np.zeros(num_envs, np.uint8)
         self._answered: Deque[int] = collections.deque()  # answered envs, in answer order
         self._ended = np.zeros(num_envs, bool)  # its last result ended an episode (not same-step)
         self._restarted = np.zeros(num_envs, bool)  # reported once, on the next result
-        self._seeds: List[Optional[int]] = [None] * num_envs
         self._all_ids = np.arange(num_envs)
-
-        layout = Layout(num_envs, self.options.observation_shape)
-        buffers = SharedBuffers(layout)
-        self._buf = buffers
-        template = WorkerConfig(index=-1, env_ids=(), games=self._lineup.env_games(),
-                                layout=layout, same_step=self._same_step,
-                                prereset=self._next_step, probe=probe,
-                                ale_actions=self._ale_actions,
-                                resets=(),
-                                block=buffers.handle)
-        self._pool = WorkerPool(template, buffers, blocks, self._restart_resets, self.timeout,
-                                limit, max_restarts, cpu_of_worker)
-        try:  # the pool owns the buffers from here on
-            # Games are built at the first reset, with its seeds: nothing to reset at start.
-            ready = self._pool.start(lambda k: [])
-            if probe:
-                for reply in ready.values():  # action names of the games each worker checked
-                    meanings.update(reply.payload or {})
-                # a worker restarted while starting may not have: load those here
-                meanings.update(self._check_games(loaded_facts, skip=meanings))
-                self._action_meanings = self._shared_action_meanings(meanings)
-            self._num_actions = len(self._action_meanings)
-        except BaseException:
-            self._pool.close()
-            raise
+        self._step_ops = np.full(num_envs, Op.STEP, np.uint8)
+        self._buf = executor.buffers
+        if not started:
+            try:
+                probed = executor.start()
+                if meanings is None:  # the action names of the games the workers checked
+                    # a worker restarted while starting may not have: load those here
+                    probed.update(_check_games(lineup, loaded_facts, skip=probed))
+                    meanings = _shared_action_meanings(lineup, probed, plan.ale_actions)
+            except BaseException:
+                executor.close()
+                raise
+        assert meanings is not None
+        self._action_meanings = meanings
+        self._num_actions = len(meanings)
         self._state = State.NEEDS_RESET
 
         self.single_observation_space = spaces.Box(0, 255, self.options.observation_shape,
@@ -210,86 +196,47 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
-    def _check_games(self, facts_of: Callable[[str], Optional[RomFacts]],
-                     skip: Container[str] = ()) -> Dict[str, List[str]]:
-        """Check each game's options against ``facts_of(game)`` (mode, difficulty, NOOP, FIRE,
-        screen size: ``ValueError``) and return its action names; games in ``skip`` or without
-        facts (None) are left out."""
-        meanings = {}
-        for name in self._lineup.names:
-            facts = None if name in skip else facts_of(name)
-            if facts is not None:
-                options = self._lineup.options[name]
-                facts.check(options)
-                meanings[name] = list(facts.actions(options.full_action_space))
-        return meanings
+    # -- the executor's replies ----------------------------------------------------------------
+    def _collect(self, first: bool = False) -> List[Reply]:
+        """Wait for replies, apply them to the envs' phases, then raise any worker error."""
+        return self._apply_all(self.executor.collect(first=first))
 
-    def _shared_action_meanings(self, meanings: Dict[str, List[str]]) -> List[str]:
-        """The action names every env shares (``ValueError`` if the games' differ)."""
-        lineup = self._lineup
-        if self._ale_actions:
-            return [a.name for a in ALE_ACTIONS]
-        first = meanings[lineup.names[0]]
-        differ = [name for name in lineup.names if meanings[name] != first]
-        if differ:
-            raise ValueError(f"these games have different action sets ({lineup.names[0]}: "
-                             f"{first}; {differ[0]}: {meanings[differ[0]]}): pass "
-                             f"full_action_space=True to give every env the 18 actions")
-        return first
-
-    # -- workers -------------------------------------------------------------------------------
-    def _restart_resets(self, k: int) -> List[ResetRequest]:
-        """The resets a replacement of worker ``k`` runs: each env seeded from its last seed
-        and the restart count, so that a run with the same crashes replays exactly."""
-        if self._state is State.NEEDS_RESET:
-            return []  # no game exists yet: the first reset() builds them
-        restarts = self._pool.restarts
-        resets = []
-        for i in self._pool.blocks[k].tolist():
-            base = self._seeds[i] if self._seeds[i] is not None else i
-            seed = int(np.random.SeedSequence([base, restarts]).generate_state(1)[0])
-            resets.append((i, seed))
-        return resets
-
-    def _collect(self, workers: List[int], first: bool = False) -> Dict[int, Reply]:
-        """Wait for replies, apply each to the envs' phases, then raise any worker error."""
-        replies = self._pool.collect(workers, first=first)
-        for k, reply in replies.items():
-            self._apply(k, reply)
+    def _apply_all(self, replies: List[Reply]) -> List[Reply]:
+        for reply in replies:
+            self._apply(reply)
         if self._state is State.ASYNC and not self._phase.any():
             self._state = State.IDLE  # a worker error left nothing in flight
         raise_errors(replies)
         return replies
 
-    def _apply(self, k: int, reply: Reply) -> None:
+    def _apply(self, reply: Reply) -> None:
         envs = reply.envs
         if reply.kind is ReplyKind.RESTARTED:
-            block = self._pool.blocks[k]
-            self._restarted[block] = True
-            self._ended[block] = False
+            self._restarted[reply.restarted] = True
+            self._ended[reply.restarted] = False
         if envs is None or not envs.size:
             return
         if reply.kind is ReplyKind.ERROR:  # no result for these: idle again
-            self._phase[envs] = _Phase.IDLE
+            self._phase[envs] = Phase.IDLE
             return
         # DONE, or RESTARTED: the lost steps' envs carry the restart's truncated result
-        self._phase[envs] = _Phase.ANSWERED
+        self._phase[envs] = Phase.ANSWERED
         self._answered.extend(envs.tolist())
 
     @property
     def worker_pids(self) -> List[int]:
         """The worker processes' ids, in worker order."""
         self._check_open()
-        return self._pool.pids
+        return self.executor.pids
 
     @property
     def worker_restarts(self) -> int:
         """Worker restarts so far (crashes and hangs)."""
-        return self._pool.restarts
+        return self.executor.restarts
 
     # -- validation ------------------------------------------------------------------------------
     def _is_closed(self) -> bool:
-        return self._state is State.CLOSED or self._pool.closed
+        return self._state is State.CLOSED or self.executor.closed
 
     def _check_actions(self, actions: Any, count: int) -> np.ndarray:
         return validate.check_actions(actions, count, self._num_actions)
@@ -312,18 +259,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
             mask = np.ones(self.num_envs, bool)
         seeds = validate.check_seeds(seed, self.num_envs)
         ids = np.flatnonzero(mask)
-        for i in ids:
-            if seeds[i] is not None:
-                self._seeds[i] = seeds[i]
-        owners = self._pool.owner(ids)
-        commands = {int(k): [(int(i), seeds[i]) for i in ids[owners == k]]
-                    for k in np.unique(owners)}
-        while commands:  # a worker that died meanwhile is restarted, then asked again
-            for k, mine in commands.items():
-                self._pool.send(k, encode_reset(mine))
-            replies = self._collect(list(commands))
-            commands = {k: commands[k] for k, r in replies.items()
-                        if r.kind is ReplyKind.RESTARTED}
+        self._apply_all(self.executor.reset([(int(i), seeds[i]) for i in ids]))
         self._ended[ids] = False
         self._restarted[ids] = False
         self._state = State.IDLE
@@ -340,16 +276,15 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._check_not_ended(self._all_ids)
         self._buf.action[:] = actions
         if not (self._ended.any() or self._restarted.any()):
-            self._pool.step_all()  # the common step: one fixed command per worker
-            workers = list(range(self.num_workers))
-            self._phase[:] = _Phase.IN_FLIGHT
+            self.executor.run_all()  # the common step: one fixed command per worker
+            self._phase[:] = Phase.IN_FLIGHT
         else:
-            workers = self._dispatch(self._all_ids, chunk=0)
+            self._dispatch(self._all_ids, chunk=0)
         try:
-            self._collect(workers)
+            self._collect()
         finally:  # also after a worker's exception: every reply is in
             self._answered.clear()
-            self._phase[:] = _Phase.IDLE
+            self._phase[:] = Phase.IDLE
         return self._results(slice(None))
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
@@ -362,11 +297,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._check_was_reset("send")
         ids = self._check_env_ids(env_ids)
         actions = self._check_actions(actions, ids.size)
-        busy = self._phase[ids] != _Phase.IDLE
-        if busy.any():
-            raise AlreadyPendingCallError(
-                f"env {int(ids[np.flatnonzero(busy)[0]])} already has a step in flight: "
-                f"recv() it first", "send")
+        self._check_idle(ids, "send")
         self._check_not_ended(ids)
         self._buf.action[ids] = actions
         self._dispatch(ids, self._chunk)
@@ -376,33 +307,48 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
         their ids in ``info["env_id"]``."""
         self._check_async()
-        want = min(self.batch_size, int((self._phase != _Phase.IDLE).sum()))
+        want = min(self.batch_size, int((self._phase != Phase.IDLE).sum()))
         while len(self._answered) < want:
-            self._collect(self._pool.busy(), first=True)
+            self._collect(first=True)
         ids = np.array([self._answered.popleft() for _ in range(want)], np.int64)
-        self._phase[ids] = _Phase.IDLE
+        self._phase[ids] = Phase.IDLE
         if not self._phase.any():
             self._state = State.IDLE  # everything sent was returned
         obs, reward, terminated, truncated, info = self._results(ids)
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
 
-    def _dispatch(self, ids: np.ndarray, chunk: int) -> List[int]:
-        """Send each worker its envs among ``ids``: autoreset ones reset, others step. An env
-        whose worker was restarted while it was idle already holds its result (the restart's
-        truncated one): it is answered at once, without running. Returns the workers sent a
-        command."""
+    def _check_idle(self, ids: np.ndarray, call: str) -> None:
+        busy = self._phase[ids] != Phase.IDLE
+        if busy.any():
+            raise AlreadyPendingCallError(
+                f"env {int(ids[np.flatnonzero(busy)[0]])} already has a step in flight: "
+                f"recv() it first", call)
+
+    def _dispatch(self, ids: np.ndarray, chunk: int) -> None:
+        """Run ``ids``: autoreset ones reset, others step. An env whose games were replaced
+        while it was idle already holds its result (the restart's truncated one): it is
+        answered at once, without running."""
         notice = self._restarted[ids]
         if notice.any():
-            self._phase[ids[notice]] = _Phase.ANSWERED
+            self._phase[ids[notice]] = Phase.ANSWERED
             self._answered.extend(ids[notice].tolist())
             ids = ids[~notice]
-        self._phase[ids] = _Phase.IN_FLIGHT
+        self._phase[ids] = Phase.IN_FLIGHT
         if not ids.size:
-            return []
+            return
         ops = np.zeros(self.num_envs, np.uint8)
         ops[ids] = np.where(self._ended[ids], Op.RESET, Op.STEP)
-        return self._pool.step(ops, ids, chunk)
+        self.executor.run(ops, ids, chunk)
+
+    def end_episodes(self, env_ids: Any) -> None:
+        """Treat the episodes of ``env_ids`` as ended by the caller (a step limit counted
+        outside, as fastatari.envpool's ``max_episode_steps``): under next-step autoreset
+        their next step resets them and ignores its action. The envs must be idle."""
+        self._check_open()
+        ids = self._check_env_ids(env_ids)
+        self._check_idle(ids, "end_episodes")
+        self._ended[ids] = True
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, sel: Any):
@@ -466,22 +412,11 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
             info[GAME_KEY], info["_" + GAME_KEY] = game, ended
         return info
 
-    def end_episodes(self, env_ids: Any) -> None:
-        """Treat the episodes of ``env_ids`` as ended by the caller (a step limit counted
-        outside, as fastatari.envpool's ``max_episode_steps``): under next-step autoreset
-        their next step resets them and ignores its action. The envs must be idle."""
-        self._check_open()
-        ids = self._check_env_ids(env_ids)
-        if (self._phase[ids] != _Phase.IDLE).any():
-            raise AlreadyPendingCallError("end_episodes() of an env with a step in flight: "
-                                          "recv() it first", "end_episodes")
-        self._ended[ids] = True
-
     @property
     def np_random_seed(self) -> Tuple[int, ...]:
         """Each env's last reset seed (-1 for an env never reset with a seed), as gymnasium's
         vector envs report them."""
-        return tuple(-1 if s is None else s for s in self._seeds)
+        return tuple(-1 if s is None else s for s in self.executor.seeds.last)
 
     # -- render, close -------------------------------------------------------------------------
     def render(self, env_ids: Any = None) -> Optional[np.ndarray]:
@@ -490,20 +425,9 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         if self.render_mode is None:
             gymnasium.logger.warn("render() needs render_mode='rgb_array'")
             return None
-        ids = self._check_env_ids(env_ids)
-        owners = self._pool.owner(ids)
-        screens: Dict[int, np.ndarray] = {}
-        commands = {int(k): ids[owners == k].tolist() for k in np.unique(owners)}
-        while commands:  # a restarted worker renders its fresh games when asked again
-            for k, mine in commands.items():
-                self._pool.send(k, encode_render(mine))
-            replies = self._collect(list(commands))
-            for k, reply in replies.items():
-                if reply.kind is ReplyKind.RENDERED:
-                    screens.update(zip(commands[k], reply.payload, strict=True))
-            commands = {k: commands[k] for k, r in replies.items()
-                        if r.kind is ReplyKind.RESTARTED}
-        return np.stack([screens[int(i)] for i in ids])
+        screens, replies = self.executor.render(self._check_env_ids(env_ids))
+        self._apply_all(replies)
+        return screens
 
     def get_action_meanings(self) -> List[str]:
         """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""
@@ -512,17 +436,46 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     def close(self, **kwargs: Any) -> None:
         """Stop the workers and free the shared memory. Safe to call more than once."""
         self._state = State.CLOSED
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.close()
+        executor = getattr(self, "executor", None)
+        if executor is not None:
+            executor.close()
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` has run (gymnasium's ``VectorEnv.closed``)."""
-        pool = getattr(self, "_pool", None)
-        return self._state is State.CLOSED or pool is None or pool.closed
+        executor = getattr(self, "executor", None)
+        return self._state is State.CLOSED or executor is None or executor.closed
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.num_workers} workers"
         game = self.rom if self.rom is not None else f"{len(self.game_names)} games"
-        return f"AtariVectorEnv({game!r}, num_envs={self.num_envs}, {state})"
+        return f"{type(self).__name__}({game!r}, num_envs={self.num_envs}, {state})"
+
+
+def _check_games(lineup: Lineup, facts_of: Callable[[str], Optional[RomFacts]],
+                 skip: Container[str] = ()) -> Dict[str, List[str]]:
+    """Check each game's options against ``facts_of(game)`` (mode, difficulty, NOOP, FIRE,
+    screen size: ``ValueError``) and return its action names; games in ``skip`` or without
+    facts (None) are left out."""
+    meanings = {}
+    for name in lineup.names:
+        facts = None if name in skip else facts_of(name)
+        if facts is not None:
+            options = lineup.options[name]
+            facts.check(options)
+            meanings[name] = list(facts.actions(options.full_action_space))
+    return meanings
+
+
+def _shared_action_meanings(lineup: Lineup, meanings: Dict[str, List[str]],
+                            ale_actions: bool) -> List[str]:
+    """The action names every env shares (``ValueError`` if the games' differ)."""
+    if ale_actions:
+        return [a.name for a in ALE_ACTIONS]
+    first = meanings[lineup.names[0]]
+    differ = [name for name in lineup.names if meanings[name] != first]
+    if differ:
+        raise ValueError(f"these games have different action sets ({lineup.names[0]}: "
+                         f"{first}; {differ[0]}: {meanings[differ[0]]}): pass "
+                         f"full_action_space=True to give every env the 18 actions")
+    return first

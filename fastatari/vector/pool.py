@@ -1,15 +1,17 @@
-"""The worker processes of one vector env: start, command, collect replies, restart.
+"""The local executor: the worker processes of one vector env, its shared block, restarts.
 
 The pool knows processes, pipes and the protocol; it does not know episodes. It waits on the
 workers' pipes only: a worker that dies closes its end, so its death is seen at once, as the
 end of the file. A worker that dies, or misses the call's deadline (then it is killed), is
-replaced by a new one whose games are reset with seeds the env provides; the collect reports
+replaced by a new one whose games are reset by the executors' rules
+(:class:`~fastatari.vector.executor.SeedBook`); the collect reports
 :attr:`ReplyKind.RESTARTED` for it, with the envs whose replies died with it.
 
-Restart policy: a worker that made progress (answered a command) since its last start is always
-restarted. Only ``max_crashes_without_progress`` deaths in a row without progress (a broken
-install, a ROM that crashes at once) raise ``RuntimeError``, with the cause and the tail of the
-worker's stderr. ``max_restarts`` optionally caps restarts over the pool's whole life.
+Restart policy (:class:`~fastatari.vector.executor.RestartPolicy`): a worker that made progress
+(answered a command) since its last start is always restarted. Only
+``max_crashes_without_progress`` deaths in a row without progress (a broken install, a ROM that
+crashes at once) raise ``RuntimeError``, with the cause and the tail of the worker's stderr.
+``max_restarts`` optionally caps restarts over the pool's whole life.
 """
 
 from __future__ import annotations
@@ -22,20 +24,19 @@ import time
 import warnings
 import weakref
 from multiprocessing.connection import Connection, wait
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from fastatari.vector import protocol
 from fastatari.vector.buffers import SharedBuffers
+from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook, WorkerError
 from fastatari.vector.launch import WorkerProcess, launch
-from fastatari.vector.protocol import Reply, ReplyKind, ResetRequest, WorkerConfig
+from fastatari.vector.lineup import assign_workers
+from fastatari.vector.protocol import (Op, Reply, ReplyKind, ResetRequest, WorkerConfig,
+                                       encode_render, encode_reset)
 
-__all__ = ["WorkerError", "WorkerPool", "raise_errors"]
-
-
-class WorkerError(RuntimeError):
-    """A Python exception inside a worker; the message carries the worker's traceback."""
+__all__ = ["WorkerError", "WorkerPool"]
 
 
 #: The least time a worker gets to start (a fresh interpreter, its imports and ROM checks),
@@ -75,75 +76,75 @@ class _Resources:
             self.buffers = None
 
 
-class WorkerPool:
-    """``len(blocks)`` workers, worker ``k`` owning the envs ``blocks[k]``, which it steps in
-    that order.
+class WorkerPool(Executor):
+    """The envs of ``plan`` on ``plan.config.num_workers`` worker processes: worker ``k`` owns
+    the envs ``blocks[k]`` (by :func:`~fastatari.vector.lineup.assign_workers`), which it
+    steps in that order, and writes their results into the shared block :attr:`buffers`.
 
-    Parameters
-    ----------
-    config : WorkerConfig
-        The template every worker's config is made from: ``games`` holds every env's
-        ``(ROM, options)``; index, envs, their games, resets and CPU are filled in per worker.
-    buffers : SharedBuffers
-        The shared block; owned from here on (released by :meth:`close`).
-    blocks : sequence of ndarray
-    restart_resets : callable
-        ``restart_resets(k)`` -> the ``(env, seed)`` resets a replacement of worker ``k`` runs.
-    timeout : float or None
-        Seconds one call may wait for the workers; a worker that has not answered by then is
-        killed and restarted. None waits forever.
-    cpus : sequence of int, optional
-        Worker ``k`` is pinned to ``cpus[k % len(cpus)]``.
+    ``emulate=False`` starts workers that skip the emulator and the preprocessing (a step
+    writes its reward only): the transport alone, for the benchmarks.
     """
 
-    def __init__(self, config: WorkerConfig, buffers: SharedBuffers,
-                 blocks: Sequence[np.ndarray], restart_resets: Callable[[int], List[ResetRequest]],
-                 timeout: Optional[float], max_crashes_without_progress: int,
-                 max_restarts: Optional[int], cpus: Optional[Sequence[int]] = None) -> None:
-        self.blocks = list(blocks)
+    def __init__(self, plan: Plan, emulate: bool = True) -> None:
+        config = plan.config
+        self.blocks = assign_workers(plan.lineup, config.num_workers, balance=config.balance)
         self.num_workers = len(self.blocks)
-        self.timeout = timeout
-        self.max_crashes_without_progress = max_crashes_without_progress
-        self.max_restarts = max_restarts
-        self.restarts = 0
-        self._config = config
-        self._cpus = list(cpus) if cpus else None
-        self._restart_resets = restart_resets
+        self.timeout = config.timeout
+        self.seeds = SeedBook(plan.env_ids)
+        self._policy = RestartPolicy(self.num_workers, config.max_crashes_without_progress,
+                                     config.max_restarts)
+        self._cpus = config.cpus
+        buffers = SharedBuffers(plan.layout)
+        self.buffers = buffers
+        self._config = WorkerConfig(
+            index=-1, env_ids=(), games=plan.lineup.env_games(), layout=plan.layout,
+            same_step=config.same_step, prereset=config.next_step, probe=plan.probe,
+            ale_actions=plan.ale_actions, resets=(), emulate=emulate, block=buffers.handle)
         self._res = _Resources(buffers)
         self._finalizer = weakref.finalize(self, self._res.release)
-        self._buf = buffers
-        self._crashes = [0] * self.num_workers  # deaths since the worker last made progress
+        self._names = [f"worker {k}" for k in range(self.num_workers)]
         self._owed: List[Deque[Owed]] = [collections.deque() for _ in range(self.num_workers)]
-        self._step_all = [protocol.encode_step(0, bytes([protocol.Op.STEP]) * len(block))
+        self._step_all = [protocol.encode_step(0, bytes([Op.STEP]) * len(block))
                           for block in self.blocks]
         self._res.workers = [None] * self.num_workers
-        self._owner = np.empty(sum(len(b) for b in self.blocks), np.int64)
+        self._owner = np.empty(plan.num_envs, np.int64)
         self._place = np.empty_like(self._owner)  # each env's place in its worker's order
         for k, block in enumerate(self.blocks):
             self._owner[block] = k
             self._place[block] = np.arange(len(block))
 
+    @property
+    def restarts(self) -> int:
+        return self._policy.restarts
+
     # -- life ---------------------------------------------------------------------------------
-    def start(self, resets: Callable[[int], List[ResetRequest]]) -> Dict[int, Reply]:
-        """Start every worker (in parallel) with its first resets; wait until all are READY
-        and return their READY replies. A worker that dies while starting is restarted like
-        any other."""
+    def start(self, resets: Sequence[ResetRequest] = (),
+              restarted: bool = False) -> Dict[str, List[str]]:
+        """Start every worker (in parallel) with its share of ``resets`` (``restarted``: they
+        replace games that died elsewhere, reported truncated); wait until all are READY and
+        return the action names the workers probed. A worker that dies while starting is
+        restarted like any other."""
         try:
             for k in range(self.num_workers):
-                self._launch(k, resets(k), restarted=False)
-            return self.collect(list(range(self.num_workers)), expect=ReplyKind.READY)
+                mine = [r for r in resets if self._owner[r[0]] == k]
+                self._launch(k, mine, restarted=restarted)
+            names: Dict[str, List[str]] = {}
+            for reply in self._collect(list(range(self.num_workers)),
+                                       expect=ReplyKind.READY).values():
+                names.update(reply.payload or {})
+            return names
         except BaseException:
             self.close()
             raise
 
     def _launch(self, k: int, resets: List[ResetRequest], restarted: bool) -> None:
-        worker = launch(self._buf.handle, f"fastatari-worker-{k}")
+        worker = launch(self.buffers.handle, f"fastatari-worker-{k}")
         self._res.workers[k] = worker
         cpu = self._cpus[k % len(self._cpus)] if self._cpus else None
         config = dataclasses.replace(
             self._config, index=k, env_ids=tuple(self.blocks[k].tolist()),
             games=tuple(self._config.games[i] for i in self.blocks[k]), resets=tuple(resets),
-            restarted=restarted, cpu=cpu, block=self._buf.handle)
+            restarted=restarted, cpu=cpu)
         try:
             worker.conn.send(config)
         except (BrokenPipeError, ConnectionResetError):
@@ -162,51 +163,81 @@ class WorkerPool:
         self._finalizer()
 
     # -- commands -----------------------------------------------------------------------------
-    def send(self, k: int, data: bytes) -> None:
+    def _send(self, k: int, data: bytes) -> None:
         """Send a command; a worker that died meanwhile is found by the collect that follows."""
         try:
             self._res.workers[k].conn.send_bytes(data)  # type: ignore[union-attr]
         except (BrokenPipeError, ConnectionResetError):
             pass
         # After the write: a worker that sees the bump finds its command already in the pipe.
-        self._buf.wake[self.blocks[k][0]] += 1
+        self.buffers.wake[self.blocks[k][0]] += 1
 
-    def step_all(self) -> None:
-        """The common step: every env of every worker steps; one reply per worker."""
+    def run_all(self) -> None:
         for k in range(self.num_workers):
-            self.send(k, self._step_all[k])
+            self._send(k, self._step_all[k])
             self._owed[k].append((self.blocks[k], True))
 
-    def step(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> List[int]:
-        """Send each worker owning some of ``ids`` its slice of ``ops`` (one
-        :class:`~.protocol.Op` per env, IDLE for the others); workers answer after every
-        ``chunk`` envs (0: once). Returns the workers sent a command."""
-        owners = self.owner(ids)
-        workers = [int(k) for k in np.unique(owners)]
-        for k in workers:
-            self.send(k, protocol.encode_step(chunk, ops[self.blocks[k]].tobytes()))
+    def run(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> None:
+        """Send each worker owning some of ``ids`` its slice of ``ops`` (IDLE for the
+        others); workers answer after every ``chunk`` envs (0: once)."""
+        owners = self._owner[ids]
+        for k in np.unique(owners).tolist():
+            self._send(k, protocol.encode_step(chunk, ops[self.blocks[k]].tobytes()))
             mine = ids[owners == k]
             mine = mine[np.argsort(self._place[mine])]  # the order the worker runs them in
             size = chunk or mine.size
             for start in range(0, mine.size, size):
                 self._owed[k].append((mine[start:start + size], start + size >= mine.size))
-        return workers
 
-    def owner(self, ids: np.ndarray) -> np.ndarray:
-        """The worker of each env."""
-        return self._owner[ids]
+    def busy(self) -> bool:
+        return any(self._owed)
 
-    def busy(self) -> List[int]:
-        """Workers that owe replies."""
-        return [k for k in range(self.num_workers) if self._owed[k]]
+    def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
+        self.seeds.record(requests)
+        commands = self._by_worker([i for i, _ in requests], list(requests))
+        seen: List[Reply] = []
+        while commands:  # a worker that died meanwhile is restarted, then asked again
+            for k, mine in commands.items():
+                self._send(k, encode_reset(mine))
+            replies = self._collect(list(commands))
+            seen.extend(replies.values())
+            commands = {k: commands[k] for k, r in replies.items()
+                        if r.kind is ReplyKind.RESTARTED}
+        return seen
+
+    def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
+        commands = self._by_worker(ids.tolist(), ids.tolist())
+        screens: Dict[int, np.ndarray] = {}
+        seen: List[Reply] = []
+        while commands:  # a restarted worker renders its fresh games when asked again
+            for k, mine in commands.items():
+                self._send(k, encode_render(mine))
+            replies = self._collect(list(commands))
+            seen.extend(replies.values())
+            for k, reply in replies.items():
+                if reply.kind is ReplyKind.RENDERED:
+                    screens.update(zip(commands[k], reply.payload, strict=True))
+            commands = {k: commands[k] for k, r in replies.items()
+                        if r.kind is ReplyKind.RESTARTED}
+        return np.stack([screens[i] for i in ids.tolist()]), seen
+
+    def _by_worker(self, envs: List[int], items: list) -> Dict[int, list]:
+        """``items`` (one per env of ``envs``) grouped by the envs' workers."""
+        commands: Dict[int, list] = {}
+        for i, item in zip(envs, items, strict=True):
+            commands.setdefault(int(self._owner[i]), []).append(item)
+        return commands
 
     # -- replies ------------------------------------------------------------------------------
-    def collect(self, workers: List[int], first: bool = False,
-                expect: ReplyKind = ReplyKind.DONE) -> Dict[int, Reply]:
+    def collect(self, first: bool = False) -> List[Reply]:
+        workers = [k for k in range(self.num_workers) if self._owed[k]]
+        return list(self._collect(workers, first=first).values())
+
+    def _collect(self, workers: List[int], first: bool = False,
+                 expect: ReplyKind = ReplyKind.DONE) -> Dict[int, Reply]:
         """One reply from each of ``workers`` (``first``: from whichever answer first, at
-        least one); see :class:`~.protocol.Reply` for what each carries. Every reply is
-        collected even if some are errors (so the protocol stays in step): pass the result
-        to :func:`raise_errors`. Ctrl-C or any other exception here closes the pool."""
+        least one). Every reply is collected even if some are errors (so the protocol stays
+        in step). Ctrl-C or any other exception here closes the pool."""
         replies: Dict[int, Reply] = {}
         waiting = {self._res.workers[k].conn: k for k in workers}  # type: ignore[union-attr]
         timeout = self.timeout
@@ -230,7 +261,7 @@ class WorkerPool:
         except BaseException:
             self.close()
             raise
-        return replies
+        return dict(sorted(replies.items()))
 
     def _receive(self, k: int, expect: ReplyKind) -> Reply:
         worker = self._res.workers[k]
@@ -242,11 +273,13 @@ class WorkerPool:
             if expect is ReplyKind.READY:  # a worker that cannot start will never start
                 self.close()
                 raise WorkerError(f"worker {k} failed to start:\n{reply.payload}")
-            return Reply(ReplyKind.ERROR, reply.payload, self._settle(k, failed=True))
+            return Reply(ReplyKind.ERROR, reply.payload, self._settle(k, failed=True),
+                         source=self._names[k])
         if expect is not ReplyKind.READY:
-            self._crashes[k] = 0  # it answered a command: progress
+            self._policy.progress(k)  # it answered a command: progress
         if reply.kind is ReplyKind.DONE and self._owed[k]:
-            return Reply(ReplyKind.DONE, envs=self._settle(k, failed=False))
+            return Reply(ReplyKind.DONE, envs=self._settle(k, failed=False),
+                         source=self._names[k])
         return reply
 
     def _settle(self, k: int, failed: bool) -> np.ndarray:
@@ -276,14 +309,8 @@ class WorkerPool:
         tail = worker.stderr_tail()
         worker.release()
         self._res.workers[k] = None
-        self._crashes[k] += 1
-        self.restarts += 1
-        limit = self.max_crashes_without_progress
-        if self._crashes[k] >= limit or (self.max_restarts is not None
-                                         and self.restarts > self.max_restarts):
-            why = (f"{self._crashes[k]} times in a row without progress"
-                   if self._crashes[k] >= limit
-                   else f"and the restart budget (max_restarts={self.max_restarts}) is spent")
+        why = self._policy.died(k)
+        if why is not None:
             message = f"worker {k} (pid {worker.pid}) died: {cause}; {why}"
             if tail:
                 message += f"\n--- the worker's stderr (last lines) ---\n{tail}"
@@ -292,19 +319,15 @@ class WorkerPool:
         if hung:
             warnings.warn(f"fastatari: worker {k} (pid {worker.pid}) {cause}; restarted, its "
                           f"envs are reported truncated with info['worker_restarted']",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=5)
         lost = [ids for ids, _ in self._owed[k]]
         self._owed[k].clear()
-        self._launch(k, self._restart_resets(k), restarted=True)
-        self.collect([k], expect=ReplyKind.READY)
-        return Reply(ReplyKind.RESTARTED, envs=np.concatenate(lost) if lost else _NO_ENVS)
-
-
-def raise_errors(replies: Dict[int, Reply]) -> None:
-    """Raise the first worker exception among ``replies`` as :class:`WorkerError`."""
-    for k, reply in sorted(replies.items()):
-        if reply.kind is ReplyKind.ERROR:
-            raise WorkerError(f"worker {k} raised an exception:\n{reply.payload}")
+        block = self.blocks[k]
+        self._launch(k, self.seeds.restart_resets(block.tolist(), self.restarts),
+                     restarted=True)
+        self._collect([k], expect=ReplyKind.READY)
+        return Reply(ReplyKind.RESTARTED, envs=np.concatenate(lost) if lost else _NO_ENVS,
+                     restarted=block, source=self._names[k])
 
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:

@@ -70,13 +70,16 @@ class ReplyKind(bytes, enum.Enum):
 
 @dataclass(frozen=True)
 class Reply:
-    """A decoded reply. ``payload``: RENDERED's screens, ERROR's traceback. ``envs`` (set by
-    the pool): the envs a step's DONE covers, those an ERROR left unanswered, or those whose
-    replies died with a RESTARTED worker."""
+    """A decoded reply. ``payload``: RENDERED's screens, ERROR's traceback. Set by the
+    executor: ``envs``, the envs a step's DONE covers, those an ERROR left unanswered, or those
+    whose replies died with a RESTARTED worker; ``restarted``, the envs a RESTARTED worker's
+    replacement reset (its whole block); ``source``, who answered (``"worker 3"``)."""
 
     kind: ReplyKind
     payload: Any = None
     envs: Any = None
+    restarted: Any = None
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class WorkerConfig:
     ale_actions: bool = False  # actions are ALE's 18 (enum order) whatever each game's set
     restarted: bool = False  # the resets replace games lost with a dead worker
     cpu: Optional[int] = None  # pin the process to this CPU before touching memory
+    emulate: bool = True  # False: a step only writes its reward (the transport's benchmark)
     block: Optional[Handle] = field(default=None)  # the shared block, where not inherited
 
 

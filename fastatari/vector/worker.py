@@ -47,6 +47,7 @@ class Worker:
         self.prereset = config.prereset
         self.first = config.env_ids[0]  # where this worker's wake word lives
         self._ale_actions = config.ale_actions
+        self._emulate = config.emulate
         self._action_maps: Dict[int, List[int]] = {}  # env -> ALE action -> its game's index
         self._info_columns = [(f.name, buffers.info[f.name]) for f in INFO_FIELDS]
         self._state_columns = [(f.name, buffers.info[f.name]) for f in STATE_FIELDS]
@@ -153,6 +154,9 @@ class Worker:
             self.reset([(i, None)])
             return
         b = self.buffers
+        if not self._emulate:  # the transport alone: a result column written, no emulation
+            b.reward[i] = 0.0
+            return
         game = self.games[i]
         action = int(b.action[i])
         action_map = self._action_maps.get(i)

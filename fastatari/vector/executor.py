@@ -1,0 +1,178 @@
+"""What runs a vector env's envs, beneath its gymnasium front, and the rules every runner shares.
+
+:class:`~fastatari.vector.env.AtariVectorEnv` keeps gymnasium's contract (call order,
+autoreset bookkeeping, batched info, the restart report); an :class:`Executor` runs the envs
+and leaves every result in the columns of its :attr:`~Executor.buffers`. Two executors exist:
+the local worker processes (:class:`~fastatari.vector.pool.WorkerPool`) and Ray actors, each
+running a local one on its node (``fastatari.ray``). Both follow the rules written once here:
+which seeds a replacement's games get (:class:`SeedBook`) and when a replacement is refused
+(:class:`RestartPolicy`).
+
+An executor answers with :class:`~fastatari.vector.protocol.Reply` objects: DONE (``envs``
+have their results), ERROR (an exception in a worker; ``envs`` were not run) and RESTARTED (a
+worker or actor died and was replaced: ``restarted`` are the envs whose games were reset with
+:meth:`SeedBook.restart_resets` and now hold a truncated result, ``envs`` those whose step was
+lost with it).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from fastatari.options import AtariOptions
+from fastatari.vector.buffers import Layout, SharedBuffers
+from fastatari.vector.config import VectorConfig
+from fastatari.vector.lineup import Lineup
+from fastatari.vector.protocol import Reply, ReplyKind, ResetRequest
+
+__all__ = ["Executor", "Plan", "RestartPolicy", "SeedBook", "raise_errors"]
+
+
+class WorkerError(RuntimeError):
+    """A Python exception inside a worker; the message carries the worker's traceback."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an executor needs to run envs: their games, how to run them, and the flags every
+    worker gets. Picklable: a Ray actor builds its local executor from its block's plan."""
+
+    lineup: Lineup  # the games of the envs this executor runs
+    options: AtariOptions  # the options every game shares
+    env_ids: Tuple[int, ...]  # their ids in the whole vector env (an unseeded env's seed base)
+    config: VectorConfig  # checked for these envs
+    layout: Layout
+    probe: bool = False  # the workers check the games' options (facts not known here)
+    ale_actions: bool = False  # actions are ALE's 18 for every env (several games)
+
+    @property
+    def num_envs(self) -> int:
+        return len(self.env_ids)
+
+
+class Executor(abc.ABC):
+    """Runs envs ``0 .. num_envs - 1`` and writes their results into :attr:`buffers`.
+
+    The front writes actions into ``buffers.action`` before :meth:`run`. Every method that
+    waits returns the replies it saw, RESTARTED ones included, for the front to apply.
+    """
+
+    buffers: SharedBuffers
+    seeds: "SeedBook"
+
+    @property
+    @abc.abstractmethod
+    def restarts(self) -> int:
+        """Replacements so far (deaths and hangs)."""
+
+    @abc.abstractmethod
+    def start(self) -> Dict[str, List[str]]:
+        """Start running; returns the action names of the games the workers probed."""
+
+    @abc.abstractmethod
+    def run(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> None:
+        """Start ``ops[i]`` (:class:`~fastatari.vector.protocol.Op`) for each env ``i`` of
+        ``ids``; a worker may answer every ``chunk`` envs (0: once)."""
+
+    @abc.abstractmethod
+    def run_all(self) -> None:
+        """Step every env: the common step."""
+
+    @abc.abstractmethod
+    def busy(self) -> bool:
+        """Whether replies are owed."""
+
+    @abc.abstractmethod
+    def collect(self, first: bool = False) -> List[Reply]:
+        """Wait for every owed reply (``first``: for at least one)."""
+
+    @abc.abstractmethod
+    def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
+        """Reset envs, seeds recorded in :attr:`seeds`; an env whose worker dies meanwhile is
+        reset again on the replacement."""
+
+    @abc.abstractmethod
+    def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
+        """RGB screens of ``ids``, and the replies seen while rendering."""
+
+    @property
+    @abc.abstractmethod
+    def closed(self) -> bool: ...
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop everything and free the memory. Safe to call more than once."""
+
+    @property
+    def pids(self) -> List[int]:
+        """The processes running the envs on this machine."""
+        return []
+
+
+class SeedBook:
+    """Each env's last reset seed, and the seeds a replacement's games get.
+
+    A replacement resets each env with a seed derived from its last seed (its id in the whole
+    vector env where it never had one) and the restart count, so a run with the same faults
+    replays exactly, whatever runs the envs.
+    """
+
+    def __init__(self, env_ids: Sequence[int]) -> None:
+        self.env_ids = np.asarray(env_ids, np.int64)
+        self.last: List[Optional[int]] = [None] * len(self.env_ids)
+        self.games_exist = False  # games are built at the first reset
+
+    def record(self, requests: Sequence[ResetRequest]) -> None:
+        for i, seed in requests:
+            if seed is not None:
+                self.last[i] = seed
+        self.games_exist = True
+
+    def restart_resets(self, envs: Sequence[int], restarts: int) -> List[ResetRequest]:
+        """The resets that replace the games of ``envs`` at restart number ``restarts``."""
+        if not self.games_exist:
+            return []  # the first reset() builds them
+        resets = []
+        for i in envs:
+            last = self.last[i]
+            base = last if last is not None else int(self.env_ids[i])
+            resets.append((int(i), int(np.random.SeedSequence([base, restarts])
+                                       .generate_state(1)[0])))
+        return resets
+
+
+class RestartPolicy:
+    """When a replacement is refused: ``max_crashes_without_progress`` deaths of one unit
+    (worker, actor) in a row without an answer in between, or more than ``max_restarts``
+    restarts in all."""
+
+    def __init__(self, units: int, max_crashes_without_progress: int,
+                 max_restarts: Optional[int]) -> None:
+        self.max_crashes_without_progress = max_crashes_without_progress
+        self.max_restarts = max_restarts
+        self.restarts = 0
+        self._crashes = [0] * units  # deaths since the unit last answered
+
+    def progress(self, k: int) -> None:
+        self._crashes[k] = 0
+
+    def died(self, k: int) -> Optional[str]:
+        """Count a death of unit ``k``; the reason to give up, or None to replace it."""
+        self._crashes[k] += 1
+        self.restarts += 1
+        if self._crashes[k] >= self.max_crashes_without_progress:
+            return f"{self._crashes[k]} times in a row without progress"
+        if self.max_restarts is not None and self.restarts > self.max_restarts:
+            return f"and the restart budget (max_restarts={self.max_restarts}) is spent"
+        return None
+
+
+def raise_errors(replies: Sequence[Reply]) -> None:
+    """Raise the first worker exception among ``replies`` as :class:`WorkerError`."""
+    for reply in replies:
+        if reply.kind is ReplyKind.ERROR:
+            raise WorkerError(f"{reply.source} raised an exception:\n{reply.payload}")
