@@ -61,7 +61,7 @@ _RESET_KEYS = tuple(f.name for f in STATE_FIELDS)
 
 
 def make_vec_env(game: str, n_envs: int, seed: Optional[int] = None,
-                 num_workers: Optional[int] = None, **options: Any) -> "SB3AtariVecEnv":
+                 **kwargs: Any) -> "SB3AtariVecEnv":
     """Create ``n_envs`` copies of ``game`` as a Stable-Baselines3 ``VecEnv``.
 
     Parameters
@@ -72,22 +72,20 @@ def make_vec_env(game: str, n_envs: int, seed: Optional[int] = None,
         Number of games.
     seed : int, optional
         Env ``i`` is seeded with ``seed + i`` at the first :meth:`~SB3AtariVecEnv.reset`.
-    num_workers : int, optional
-        Worker processes (default: usable cores, at most ``n_envs``).
-    **options
+    **kwargs
+        :class:`~fastatari.AtariVectorEnv` keywords (``num_workers``,
+        ``render_mode="rgb_array"``, ``max_restarts``, ``timeout``, ...) and
         :class:`~fastatari.AtariOptions` fields (``frame_skip``, ``episodic_life``,
-        ``clip_rewards``, ...) and :class:`~fastatari.AtariVectorEnv` keywords
-        (``render_mode="rgb_array"``, ``max_restarts``, ``timeout``).
+        ``clip_rewards``, ...), passed on as they are.
 
     Returns
     -------
     SB3AtariVecEnv
     """
-    if "autoreset_mode" in options or "copy" in options:
+    if "autoreset_mode" in kwargs or "copy" in kwargs:
         raise TypeError("make_vec_env sets autoreset_mode='same_step' and copy=True itself "
                         "(SB3 keeps references to returned observations)")
-    vec = AtariVectorEnv(game, n_envs, num_workers=num_workers, autoreset_mode="same_step",
-                         copy=True, **options)
+    vec = AtariVectorEnv(game, n_envs, autoreset_mode="same_step", copy=True, **kwargs)
     try:
         venv = SB3AtariVecEnv(vec)
     except BaseException:
