@@ -4,8 +4,13 @@ Runs without envpool; one test compares spaces, info and defaults with the real 
 is installed."""
 from __future__ import annotations
 
+import ast
+import graphlib
 import importlib.util
 import inspect
+import os
+import pathlib
+import subprocess
 import sys
 
 import gymnasium
@@ -568,3 +573,40 @@ def test_a_list_of_task_ids_plays_one_game_per_env():
         fa_envpool.make(["Pong-v5", "Breakout-v5"], num_envs=3, full_action_space=True)
     with pytest.raises(TypeError, match="sequence of num_envs names"):
         fa_envpool.make(3, num_envs=2)
+
+
+# -- the package ---------------------------------------------------------------------------------
+def test_package_modules_import_each_other_without_a_circle():
+    """No module of fastatari.envpool imports, at its top or inside a function, one that imports
+    it back; the package's __init__ imports the submodules, so none of them imports it."""
+    package = pathlib.Path(fa_envpool.__file__).parent
+    names = {path: "fastatari.envpool" + ("" if path.stem == "__init__" else f".{path.stem}")
+             for path in package.glob("*.py")}
+    graph = {}
+    for path, name in names.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level:  # relative: from the package (these are its direct modules)
+                    module = ".".join(filter(None, ["fastatari.envpool", module]))
+                imported |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+        graph[name] = imported & set(names.values()) - {name}
+    assert graph["fastatari.envpool"]  # the check sees the package's own imports
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        pytest.fail(f"import circle in fastatari.envpool: {error.args[1]}")
+
+
+def test_gym_and_jax_are_imported_only_when_asked_for(tmp_path):
+    """Importing fastatari.envpool and making a gymnasium-API env loads neither gym
+    (env_type="gym") nor jax (env.xla()). Checked in a fresh interpreter, so it can fail."""
+    code = ("import sys; from fastatari import envpool; envpool.make('Pong-v5').close(); "
+            "print('gym' in sys.modules, 'jax' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tmp_path, env=env).stdout.split()
+    assert out == ["False", "False"]

@@ -8,6 +8,7 @@ host, in program order. The handle is threaded through as in EnvPool (``send`` r
 
 ``recv``'s result has the shape of the env's own ``recv()`` (gymnasium's 5-tuple, or gym's
 4-tuple with ``info["TimeLimit.truncated"]`` under gym < 0.26), with ``batch_size`` rows.
+JAX is imported on the first call, so the package needs it only for ``xla()``.
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ def make_xla(env: Any) -> Tuple[np.ndarray, Callable, Callable, Callable]:
     handle = np.frombuffer(id(env).to_bytes(8, sys.byteorder), np.uint8).copy()
     handle_type = jax.ShapeDtypeStruct(handle.shape, handle.dtype)
     result_type = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype),
-                                         env._result_template())
+                                         env.result_template())
 
     def host_send(handle: Any, action: Any, env_id: Any) -> np.ndarray:
         env.send(np.asarray(action), None if env_id is None else np.asarray(env_id))
         return np.asarray(handle)
 
     def host_recv(handle: Any) -> Tuple[np.ndarray, Any]:
-        pending = env._queued() + env._in_flight
+        pending = env.pending
         if pending < env.batch_size:
             raise RuntimeError(f"xla recv needs batch_size={env.batch_size} envs in flight, "
                                f"found {pending}: send() them first")

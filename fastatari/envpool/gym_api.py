@@ -24,7 +24,7 @@ from typing import Tuple
 
 import numpy as np
 
-from fastatari.envpool import _EnvPool
+from fastatari.envpool.base import EnvPoolMixin
 
 __all__ = ["gym_env_class"]
 
@@ -56,9 +56,9 @@ def _version(text: str) -> Tuple[int, ...]:
 def _gym_class(gym: ModuleType) -> type:
     new_api = _version(gym.__version__) >= (0, 26)
 
-    class EnvPoolAtariGym(_EnvPool, gym.Env):
+    class EnvPoolAtariGym(EnvPoolMixin, gym.Env):
         """EnvPool's gym API (``env_type="gym"``) over a :class:`fastatari.AtariVectorEnv`;
-        see :mod:`fastatari.envpool_gym` for the result shapes."""
+        see :mod:`fastatari.envpool.gym_api` for the result shapes."""
 
         _spaces = gym.spaces
 
