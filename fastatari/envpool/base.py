@@ -25,8 +25,8 @@ COLUMNS: Dict[str, Tuple[type, Optional[Tuple[int, ...]]]] = {
     "ids": (np.int64, ()),           # env ids
     "obs": (np.uint8, None),         # the vector env's observations
     "reward": (np.float64, ()),      # after reward_clip
-    "terminated": (np.bool_, ()),    # EnvPool's terminated (a life loss with episodic_life)
-    "truncated": (np.bool_, ()),     # EnvPool's truncated (max_episode_steps included)
+    "terminated": (np.bool_, ()),    # an episode ended (at a life loss with episodic_life)
+    "truncated": (np.bool_, ()),     # ... cut short (max_episode_steps included)
     "lives": (np.int64, ()),
     "raw_reward": (np.float64, ()),  # before reward_clip
     "game_ended": (np.bool_, ()),    # the game itself is over
@@ -48,13 +48,9 @@ class Batch:
     def zeros(n: int, obs_shape: Tuple[int, ...], **given: np.ndarray) -> "Batch":
         """``n`` rows: the ``given`` columns, and zeros in the others (``obs_shape``: one
         observation's)."""
-        columns = {}
-        for name, (dtype, row) in COLUMNS.items():
-            if name in given:
-                columns[name] = given[name]
-            else:
-                columns[name] = np.zeros((n,) + (obs_shape if row is None else row), dtype)
-        return Batch(**columns)
+        zeros = {name: np.zeros((n,) + (obs_shape if row is None else row), dtype)
+                 for name, (dtype, row) in COLUMNS.items() if name not in given}
+        return Batch(**zeros, **given)
 
     @property
     def ids(self) -> np.ndarray:
