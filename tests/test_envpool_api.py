@@ -183,6 +183,31 @@ def test_truncation_after_life_losses_starts_a_new_game():
         envs.close()
 
 
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # ~ on a bool (Python >= 3.12)
+def test_reset_after_a_life_loss_continues_unless_reseeded():
+    envs = fa_envpool.make("Breakout-v5", num_envs=1, episodic_life=True, seed=2)
+    rng = np.random.default_rng(0)
+
+    def play_to_a_life_loss():
+        for _ in range(5000):
+            _, _, terminated, _, info = envs.step(rng.integers(4, size=1))
+            if terminated[0]:
+                assert not info["terminated"][0]  # a life, not the game
+                return int(info["elapsed_step"][0]), int(info["lives"][0])
+        pytest.fail("no life lost")
+
+    try:
+        envs.reset()
+        elapsed, lives = play_to_a_life_loss()
+        _, info = envs.reset()  # continues the game: the count and the lives go on
+        assert (info["elapsed_step"][0], info["lives"][0]) == (elapsed, lives)
+        play_to_a_life_loss()
+        _, info = envs.reset(seed=9)  # a new seed starts a new game
+        assert (info["elapsed_step"][0], info["lives"][0]) == (0, 5)
+    finally:
+        envs.close()
+
+
 def test_episodic_life_terminated_is_game_over():
     envs = fa_envpool.make("Breakout-v5", num_envs=1, episodic_life=True, seed=1)
     rng = np.random.default_rng(0)

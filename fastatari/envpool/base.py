@@ -225,7 +225,7 @@ class EnvPoolMixin:
 
     def _from_reset(self, ids: np.ndarray, obs: np.ndarray, info: Dict[str, Any],
                     seeded: bool) -> Batch:
-        continues = self._continues[ids] & ~seeded
+        continues = self._continues[ids] & (not seeded)  # a reseeded env starts a new game
         self._elapsed[ids] = np.where(continues, self._elapsed[ids], 0)
         self._ended[ids] = False
         self._continues[ids] = False
