@@ -10,24 +10,24 @@ import numpy as np
 import pytest
 
 from fastatari import kernels
-from fastatari.bench import harness
+from fastatari.bench.sections import kernels as bench_kernels
 
 GAMES = ["breakout", "pong", "seaquest", "qbert"]  # qbert: few repeated rows
-SIZE = harness.SCREEN_SIZE
+SIZE = bench_kernels.SCREEN_SIZE
 
 
 @pytest.fixture(scope="module", params=GAMES)
-def scene(request) -> harness.Scene:
-    return harness.capture_scene(request.param, seed=0)
+def scene(request) -> bench_kernels.Scene:
+    return bench_kernels.capture_scene(request.param, seed=0)
 
 
 @pytest.fixture(params=kernels.simd_available())
 def simd(request):
-    with harness.using_simd(request.param):
+    with bench_kernels.using_simd(request.param):
         yield request.param
 
 
-def group(benchmark, what: str, scene: harness.Scene) -> None:
+def group(benchmark, what: str, scene: bench_kernels.Scene) -> None:
     benchmark.group = f"{what} | {scene.game}"
 
 
@@ -57,19 +57,19 @@ def test_resize_area_opencv(benchmark, scene):
 
 def test_step_palette_fastatari(benchmark, scene, simd):
     group(benchmark, "per step: 2× getScreen + step_palette vs gymnasium style", scene)
-    benchmark(harness.palette_step_fastatari(scene.ale, scene.lut))
+    benchmark(bench_kernels.palette_step_fastatari(scene.ale, scene.lut))
 
 
 def test_step_gymnasium_style(benchmark, scene):
     group(benchmark, "per step: 2× getScreen + step_palette vs gymnasium style", scene)
-    benchmark(harness.palette_step_gymnasium(scene.ale))
+    benchmark(bench_kernels.palette_step_gymnasium(scene.ale))
 
 
 def test_step_rgb_fastatari(benchmark, scene, simd):
     group(benchmark, "step_rgb vs OpenCV (2× cvtColor, max, resize, roll)", scene)
-    benchmark(harness.rgb_step_fastatari(scene.rgb_prev, scene.rgb_last))
+    benchmark(bench_kernels.rgb_step_fastatari(scene.rgb_prev, scene.rgb_last))
 
 
 def test_step_rgb_opencv(benchmark, scene):
     group(benchmark, "step_rgb vs OpenCV (2× cvtColor, max, resize, roll)", scene)
-    benchmark(harness.rgb_step_opencv(scene.rgb_prev, scene.rgb_last))
+    benchmark(bench_kernels.rgb_step_opencv(scene.rgb_prev, scene.rgb_last))

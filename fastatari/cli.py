@@ -34,14 +34,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_bench_command(commands: argparse._SubParsersAction) -> None:
-    from fastatari.bench import DEFAULT_SECTIONS, SECTIONS, BenchConfig
+    import textwrap
+
+    from fastatari.bench import DEFAULT_SECTIONS, REGISTRY, SECTIONS, BenchConfig
 
     defaults = BenchConfig()
+    # the sections listed under the options, one each, as argparse lists the options
+    width = max(len(section.name) for section in REGISTRY)
+    sections = "\n".join(textwrap.fill(section.help, 79,
+                                       initial_indent=f"  {section.name:{width}}  ",
+                                       subsequent_indent=" " * (width + 4))
+                         for section in REGISTRY)
     bench = commands.add_parser(
         "bench", help="measure steps/s against the raw-ALE ceiling and gymnasium",
-        description="Time fastatari against the raw-ALE emulation ceiling and gymnasium's "
-                    "reference pipeline in one run (round-robin rounds, medians), and its "
-                    "kernels against OpenCV/numpy.")
+        description=textwrap.fill(
+            "Time fastatari against the raw-ALE emulation ceiling and gymnasium's reference "
+            "pipeline in one run (round-robin rounds, medians), and its kernels against "
+            "OpenCV/numpy.", 79),
+        epilog=f"sections (--section):\n{sections}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     bench.add_argument("--game", default=defaults.game,
                        help="game name or id (default: %(default)s)")
     bench.add_argument("--rounds", type=positive_int, help=f"default {defaults.rounds}")
@@ -61,8 +72,9 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--seed", type=int, default=defaults.seed)
     bench.add_argument("--section", action="append", choices=SECTIONS, dest="sections",
                        help="measure only this section (repeatable; default: "
-                            f"{', '.join(DEFAULT_SECTIONS)}; transport, multigame, ray only "
-                            "when named)")
+                            f"{', '.join(DEFAULT_SECTIONS)}; "
+                            f"{', '.join(s for s in SECTIONS if s not in DEFAULT_SECTIONS)} "
+                            "only when named)")
     bench.add_argument("--quick", action="store_true",
                        help="fewer, shorter rounds: a smoke run, not figures to quote")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
@@ -172,11 +184,12 @@ def run_bench(args: argparse.Namespace) -> int:
     from fastatari.bench import markdown_report, run_benchmark, write_plot
 
     report = run_benchmark(bench_config(args), progress=tqdm_bar())
-    if report.vector is not None:
+    vector = report.results.get("vector")
+    if vector is not None:
         path = args.plot or (os.path.join(os.path.dirname(args.json), "vector.png")
                              if args.json else DEFAULT_PLOT)
-        why_not = write_plot(report.vector, path, f"{report.config['game']}, "
-                             f"{report.environment['cpu']}, {report.vector.usable_cores} cores")
+        why_not = write_plot(vector, path, f"{report.config['game']}, "
+                             f"{report.environment['cpu']}, {vector.usable_cores} cores")
         if why_not:
             print(f"no plot: {why_not}", file=sys.stderr)
     print(markdown_report(report))

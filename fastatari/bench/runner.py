@@ -1,74 +1,77 @@
-"""Runs the chosen sections of the harness and builds the Markdown report.
+"""Runs the chosen sections of ``fastatari bench`` and builds the report.
 
-The ``envs`` and ``kernels`` contenders (:mod:`fastatari.bench.harness`) are timed together,
-round-robin; the ``vector`` section (:mod:`fastatari.bench.vector`) then runs its own groups
-and the ``transport`` section (:mod:`fastatari.bench.transport`) and the ``multigame`` section
-(:mod:`fastatari.bench.multigame`) and the ``ray`` section (:mod:`fastatari.bench.ray_section`)
-their own rounds, under the
-same progress bar. This module sits above them all, so none imports the other's caller.
+Every section comes from the registry (:mod:`fastatari.bench.sections`), in its order. The
+contenders of the sections that are flat lists of them (``envs``, ``kernels``) are built first
+and timed together, round-robin; then every other chosen section runs its own rounds, under
+the same progress bar. This module sits above the sections, so none imports its caller.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Callable
+import contextlib
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
 
-from fastatari.bench.harness import (
-    BenchConfig,
-    Progress,
-    Report,
-    build_contenders,
-    env_results,
-    env_table,
-    environment_info,
-    environment_line,
-    kernel_results,
-    kernel_table,
-    measure,
-)
-from fastatari.bench.multigame import markdown_multigame, multigame_units, run_multigame
-from fastatari.bench.ray_section import markdown_ray, ray_units, run_ray
-from fastatari.bench.transport import markdown_transport, run_transport, transport_units
-from fastatari.bench.vector import markdown_vector, plan_vector, run_vector
+import numpy as np
+
+from fastatari import kernels
+from fastatari.bench.harness import FRAME_SKIP, BenchConfig, Contenders, Progress, Section, measure
+from fastatari.bench.sections import REGISTRY
+from fastatari.vector.placement import usable_cores
 
 
-def run_benchmark(config: BenchConfig,
-                  progress: Callable[[int], Progress] | None = None) -> Report:
-    """Build every contender, time them round-robin, and summarise.
+@dataclass
+class Report:
+    """The machine, the config, and the result of each section that ran, by name."""
+
+    environment: dict[str, Any]
+    config: dict[str, Any]
+    results: dict[str, Any] = field(default_factory=dict)
+    sections: Sequence[Section] = REGISTRY  # the sections it was run from
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON: the machine, the config, then each section's keys (also those of a
+        section that did not run, empty or ``None``)."""
+        out = {"environment": self.environment, "config": self.config}
+        for section in self.sections:
+            out.update(section.to_json(self.results.get(section.name)))
+        return out
+
+
+def run_benchmark(config: BenchConfig, progress: Callable[[int], Progress] | None = None,
+                  sections: Sequence[Section] = REGISTRY) -> Report:
+    """Run the sections of ``sections`` that ``config.sections`` names, and summarise.
 
     ``progress(total)`` is called once with the number of timed units (e.g. ``tqdm``'s
     constructor); the object it returns gets ``update(1)`` after each contender's round (and
-    each start-up probe of the vector section).
+    each start-up measurement of the vector section).
     """
-    report = Report(environment_info(), asdict(config))
-    contenders = build_contenders(config, report.skipped)
-    vector_plan = plan_vector(config) if "vector" in config.sections else None
-    transport = "transport" in config.sections
-    multigame = "multigame" in config.sections
-    on_ray = "ray" in config.sections
-    total = (len(contenders) * (config.rounds + 1) + (vector_plan.units if vector_plan else 0)
-             + (transport_units(config) if transport else 0)
-             + (multigame_units(config) if multigame else 0)
-             + (ray_units(config) if on_ray else 0))
-    bar = progress(total) if progress else None
-    try:
+    chosen = [section for section in sections if section.name in config.sections]
+    report = Report(environment_info(), asdict(config), sections=sections)
+    with contextlib.ExitStack() as closing:
+        timed: dict[str, Contenders] = {}
+        for section in chosen:
+            if section.contenders is not None:
+                timed[section.name] = section.contenders(config)
+                for contender in timed[section.name].contenders:
+                    closing.callback(contender.close)
+        plans = {section.name: section.plan(config) for section in chosen
+                 if section.plan is not None}
+        contenders = [contender for each in timed.values() for contender in each.contenders]
+        total = (len(contenders) * (config.rounds + 1)
+                 + sum(plan.units for plan in plans.values()))
+        bar = progress(total) if progress else None
         try:
             seconds = measure(contenders, config.rounds, bar)
+            closing.close()  # the timed contenders' envs, before the other sections start
+            for name, each in timed.items():
+                report.results[name] = each.summarise(seconds)
+            for name, plan in plans.items():
+                report.results[name] = plan.run(bar)
         finally:
-            for contender in contenders:
-                contender.close()
-        report.envs = env_results(contenders, seconds)
-        report.kernels = kernel_results(contenders, seconds)
-        if vector_plan is not None:
-            report.vector = run_vector(vector_plan, bar)
-        if transport:
-            report.transport = run_transport(config, bar)
-        if on_ray:
-            report.ray = run_ray(config, bar)
-        if multigame:
-            report.multigame = run_multigame(config, bar)
-    finally:
-        if bar is not None:
-            bar.close()
+            if bar is not None:
+                bar.close()
     return report
 
 
@@ -77,20 +80,49 @@ def markdown_report(report: Report) -> str:
     config = report.config
     parts = [f"{config['game']}, random actions, sticky actions off; {config['rounds']} rounds, "
              "round-robin, medians.", environment_line(report)]
-    if report.envs or report.skipped:
-        parts.append(f"{config['steps']:,} agent steps per round per system; ratios are "
-                     "per-round ratios to the ceiling of the same round, median.\n\n"
-                     + env_table(report))
-    if report.kernels:
-        parts.append(f"Preprocessing after emulation, {config['kernel_calls']:,} steps per round; "
-                     "speedup = OpenCV/numpy µs ÷ fastatari µs, per round, median.\n\n"
-                     + kernel_table(report))
-    if report.vector is not None:
-        parts.append(markdown_vector(report.vector, config))
-    if report.transport is not None:
-        parts.append(markdown_transport(report.transport))
-    if report.ray is not None:
-        parts.append(markdown_ray(report.ray))
-    if report.multigame is not None:
-        parts.append(markdown_multigame(report.multigame))
+    parts += [section.markdown(report.results[section.name], config)
+              for section in report.sections if section.name in report.results]
     return "\n\n".join(parts)
+
+
+# --- The machine ---------------------------------------------------------------------------------
+
+
+def environment_info() -> dict[str, Any]:
+    import ale_py
+    import cv2
+    import gymnasium
+
+    return {
+        "ale_py": ale_py.__version__,
+        "gymnasium": gymnasium.__version__,
+        "opencv": cv2.__version__,
+        "opencv_threads": cv2.getNumThreads(),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable_cores(),
+        "simd_path": kernels.simd_path(),
+        "simd_available": kernels.simd_available(),
+        "frame_skip": FRAME_SKIP,
+        "mode": "sync, 1 env, 1 process",
+    }
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def environment_line(report: Report) -> str:
+    env = report.environment
+    return (f"ale-py {env['ale_py']}, gymnasium {env['gymnasium']}, OpenCV {env['opencv']} "
+            f"({env['opencv_threads']} threads), {env['cpu']}, {env['cpu_count']} CPUs "
+            f"({env['usable_cpus']} usable), SIMD {env['simd_path']} "
+            f"(available: {', '.join(env['simd_available'])}), {env['mode']}, "
+            f"frame_skip {env['frame_skip']}")

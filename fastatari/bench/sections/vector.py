@@ -1,4 +1,4 @@
-"""The harness's ``vector`` section: whole vector envs side by side, in bounded time.
+"""The ``vector`` section: whole vector envs side by side, in bounded time.
 
 Four measurements, all with Breakout-style settings (sticky actions off, frame skip 4, 84×84
 gray, stack 4, noop_max 30, no reward clipping, no fire reset, no episodic life) and random
@@ -11,21 +11,20 @@ actions drawn in advance from a seeded generator:
    again in each group (gymnasium's async env only up to ``GYM_ASYNC_MAX_ENVS``: it runs one
    process per env);
 3. **start-up and memory** at ``STARTUP_ENVS`` envs, each system in a fresh interpreter
-   (:mod:`fastatari.bench.probe`), so that import costs and memory are comparable;
+   (:mod:`fastatari.bench.fresh`), so that import costs and memory are comparable;
 4. **async against sync** with a simulated policy of ``POLICY_SECONDS`` per batch.
 
 The ceiling is measured, not multiplied: one bare ``ale.act`` loop per usable core, each in
-its own process, all started together; a round's rate is all their steps over the wall time
-of the slowest. One core's loop in the main process (and that × cores) is reported beside it.
-Every env, thread pool and process is closed even when a round raises.
+its own process, all started together (:class:`fastatari.bench.ceiling.ParallelCeiling`); a
+round's rate is all their steps over the wall time of the slowest. One core's loop in the main
+process (and that × cores) is reported beside it. Every env, thread pool and process is closed
+even when a round raises.
 """
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import json
-import multiprocessing as mp
 import os
 import signal
 import statistics
@@ -33,25 +32,41 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from typing import Any, Callable
 
 import numpy as np
 
-from fastatari.bench import probe
+from fastatari.bench import fresh
+from fastatari.bench.ceiling import ParallelCeiling
 from fastatari.bench.harness import (
-    FRAME_SKIP,
+    CEILING_ONE_CORE,
+    RATE_HEADER,
+    TIMEOUT,
     BenchConfig,
     Contender,
+    Plan,
     Progress,
-    bare_loop,
-    ceiling_contender,
-    gymnasium_env_id,
+    Section,
+    advance,
+    describe,
     markdown_table,
     measure,
     median_ratio,
+    one_core_ceiling,
+    rate,
+    rate_rows,
 )
-from fastatari.games import camel_name, resolve_game
+from fastatari.bench.load import LoadWatch, not_idle_warning
+from fastatari.bench.systems import (
+    Opened,
+    envpool_version,
+    gymnasium_env_id,
+    open_ale_vector,
+    open_envpool,
+    open_fastatari,
+    open_gymnasium_async,
+)
+from fastatari.games import resolve_game
 from fastatari.vector.placement import usable_cores
 
 VECTOR_ENVS = 8
@@ -59,19 +74,17 @@ GYM_ASYNC_MAX_ENVS = 16
 STARTUP_ENVS = 16
 ASYNC_ENVS, ASYNC_BATCH = 16, 8
 POLICY_SECONDS = 0.002
-TIMEOUT = 120.0  # seconds any one wait may take before the harness gives up
-OTHER_LOAD_WARNING = 0.1  # cores taken by other processes that make a run suspect
 
 CEILING = "raw ALE ceiling"  # one bare loop per core, in parallel processes
-CEILING_ONE_CORE = "raw ALE, 1 core"
 CEILING_TIMES_CORES = "raw ALE, 1 core × cores"
 FASTATARI = "fastatari make_vec"
 GYM_ASYNC = "gymnasium AsyncVectorEnv"
 ALE_VECTOR = "ale_py AtariVectorEnv"
 ENVPOOL = "EnvPool"
 SYSTEMS = (FASTATARI, ALE_VECTOR, ENVPOOL, GYM_ASYNC)  # the scaling table's columns
-PROBES = {FASTATARI: "fastatari", GYM_ASYNC: "gymnasium", ALE_VECTOR: "ale_py",
-          ENVPOOL: "envpool"}
+# each system's name for fastatari/bench/fresh.py
+FRESH_NAMES = {FASTATARI: "fastatari", GYM_ASYNC: "gymnasium", ALE_VECTOR: "ale_py",
+               ENVPOOL: "envpool"}
 
 
 @dataclass
@@ -112,183 +125,6 @@ class VectorReport:
     load: dict[str, dict[str, float]] = field(default_factory=dict)  # group → LoadWatch.stop()
     skipped: dict[str, str] = field(default_factory=dict)
     plot: str | None = None
-
-
-def envpool_version() -> str | None:
-    if find_spec("envpool") is None:
-        return None
-    try:
-        import envpool
-    except Exception:  # noqa: BLE001 - a broken install is reported as missing
-        return None
-    return getattr(envpool, "__version__", "unknown")
-
-
-# --- The ceiling: one bare loop per core, in parallel processes ----------------------------------
-
-
-def _ceiling_worker(conn, game: str, seed: int, rounds: int, steps: int) -> None:
-    """One bare loop: 4× ale.act per agent step, no preprocessing. Runs round ``r`` on command."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    run = bare_loop(game, seed, rounds, steps)
-    conn.send("ready")
-    while True:
-        try:
-            round_index = conn.recv()
-        except EOFError:
-            return
-        if round_index is None:
-            return
-        run(round_index)
-        conn.send(round_index)
-
-
-class ParallelCeiling:
-    """``processes`` bare loops started together each round; lives for the whole section."""
-
-    def __init__(self, config: BenchConfig, processes: int) -> None:
-        context = mp.get_context("spawn")  # fork is unsafe once thread pools exist
-        steps = max(1, config.vector_steps // processes)
-        self.units = steps * processes
-        self.processes: list[Any] = []
-        self.conns: list[Any] = []
-        try:
-            for k in range(processes):
-                parent, child = context.Pipe()
-                process = context.Process(target=_ceiling_worker, daemon=True,
-                                          args=(child, config.game, config.seed + k,
-                                                config.rounds, steps),
-                                          name=f"fastatari-bench-ceiling-{k}")
-                process.start()
-                child.close()
-                self.processes.append(process)
-                self.conns.append(parent)
-            for conn in self.conns:
-                self._expect(conn, "ready")
-        except BaseException:
-            self.close()
-            raise
-
-    def _expect(self, conn, value: Any) -> None:
-        if not conn.poll(TIMEOUT):
-            raise TimeoutError(f"a ceiling process did not answer within {TIMEOUT} s")
-        reply = conn.recv()
-        if reply != value:
-            raise RuntimeError(f"a ceiling process answered {reply!r}, expected {value!r}")
-
-    def run(self, round_index: int) -> None:
-        for conn in self.conns:
-            conn.send(round_index)
-        for conn in self.conns:
-            self._expect(conn, round_index)
-
-    def contender(self) -> Contender:
-        cores = len(self.processes)
-        return Contender("vector", CEILING, self.units, self.run,
-                         note=f"{cores} bare 4× ale.act loops in {cores} processes, run "
-                              "together; all steps ÷ wall time")
-
-    def close(self) -> None:
-        stop_loops(self.conns, self.processes)
-        self.processes, self.conns = [], []
-
-
-def stop_loops(conns: list, processes: list) -> None:
-    """Ask loop processes to stop (``None`` on their pipe), then make sure they are gone."""
-    for conn in conns:
-        with contextlib.suppress(OSError, ValueError):
-            conn.send(None)
-    for process in processes:
-        process.join(timeout=5.0)
-        if process.is_alive():
-            process.kill()
-            process.join(timeout=5.0)
-    for conn in conns:
-        conn.close()
-
-
-# --- The systems ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Opened:
-    """A vector env, reset, and how to close it."""
-
-    env: Any
-    num_envs: int
-    num_actions: int
-    step: Callable[[np.ndarray], Any]
-    close: Callable[[], None]
-    sending: bool = False  # async: every env has a step in flight
-
-
-def _opened(env: Any, num_envs: int, num_actions: int, reset: Callable[[], Any],
-            step: Callable[[np.ndarray], Any], close: Callable[[], None]) -> Opened:
-    try:
-        reset()
-    except BaseException:
-        close()
-        raise
-    return Opened(env, num_envs, num_actions, step, close)
-
-
-def open_fastatari(config: BenchConfig, num_envs: int, num_workers: int | None = None,
-                   batch_size: int | None = None) -> Opened:
-    from fastatari.vector import make_vec
-
-    env = make_vec(config.game, num_envs, num_workers=num_workers, batch_size=batch_size,
-                   repeat_action_probability=0.0, timeout=TIMEOUT)
-    return _opened(env, num_envs, int(env.single_action_space.n),
-                   lambda: env.reset(seed=config.seed), env.step, env.close)
-
-
-def open_gymnasium_async(config: BenchConfig, num_envs: int) -> Opened:
-    import functools
-
-    from gymnasium.vector import AsyncVectorEnv
-
-    # gymnasium's default context (fork on Linux), as its users get it
-    make = functools.partial(probe.gymnasium_reference_env, gymnasium_env_id(config.game))
-    env = AsyncVectorEnv([make] * num_envs)
-
-    def step(actions: np.ndarray) -> Any:
-        env.step_async(actions)
-        return env.step_wait(timeout=TIMEOUT)
-
-    def close() -> None:
-        try:
-            env.close(timeout=TIMEOUT)
-        except Exception:  # noqa: BLE001 - e.g. workers gone after a Ctrl-C to the group
-            env.close(terminate=True)
-
-    return _opened(env, num_envs, int(env.single_action_space.n),
-                   lambda: env.reset(seed=config.seed), step, close)
-
-
-def open_ale_vector(config: BenchConfig, num_envs: int, num_threads: int) -> Opened:
-    import ale_py
-    from ale_py.vector_env import AtariVectorEnv
-
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-    # the options fastatari's defaults mean; ale_py's own defaults clip rewards and press FIRE
-    env = AtariVectorEnv(resolve_game(config.game), num_envs, num_threads=num_threads,
-                         repeat_action_probability=0.0, noop_max=30, stack_num=4,
-                         img_height=84, img_width=84, grayscale=True, frameskip=FRAME_SKIP,
-                         maxpool=True, reward_clipping=False, use_fire_reset=False,
-                         episodic_life=False)
-    return _opened(env, num_envs, int(env.single_action_space.n),
-                   lambda: env.reset(seed=config.seed), env.step, env.close)
-
-
-def open_envpool(config: BenchConfig, num_envs: int, num_threads: int) -> Opened:
-    import envpool
-
-    env = envpool.make(f"{camel_name(resolve_game(config.game))}-v5", env_type="gymnasium",
-                       num_envs=num_envs, num_threads=num_threads, seed=config.seed,
-                       repeat_action_probability=0.0, noop_max=30, stack_num=4,
-                       img_height=84, img_width=84, gray_scale=True, frame_skip=FRAME_SKIP,
-                       reward_clip=False, use_fire_reset=False, episodic_life=False)
-    return _opened(env, num_envs, int(env.action_space.n), env.reset, env.step, env.close)
 
 
 def _actions(config: BenchConfig, num_actions: int, shape: tuple[int, ...]) -> np.ndarray:
@@ -347,55 +183,6 @@ def async_contender(name: str, opened: Opened, config: BenchConfig, note: str,
     return Contender("vector", name, recvs * batch, run, note=note, close=opened.close)
 
 
-# --- Load from outside the harness ---------------------------------------------------------------
-
-
-def _cpu_jiffies() -> tuple[int, int]:
-    """(busy, steal) jiffies of the whole machine since boot, from /proc/stat."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return user + nice + system + irq + softirq, steal
-
-
-def _tree_jiffies() -> int:
-    """CPU jiffies of this process, its live descendants and the dead ones they reaped."""
-    total = 0
-    for pid in [os.getpid(), *probe.descendants(os.getpid())]:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return total
-
-
-class LoadWatch:
-    """How many cores other processes on the machine (and the hypervisor) took meanwhile: the
-    ceiling and every system share the machine with them, so the figures mean little when this
-    is not near 0. Linux only; elsewhere it reports NaN."""
-
-    def __init__(self) -> None:
-        self.start = self._sample()
-
-    @staticmethod
-    def _sample() -> tuple[float, int, int, int] | None:
-        try:
-            busy, steal = _cpu_jiffies()
-            return time.perf_counter(), busy, steal, _tree_jiffies()
-        except OSError:
-            return None
-
-    def stop(self) -> dict[str, float]:
-        end = self._sample()
-        if self.start is None or end is None:
-            return {"other_cores": float("nan"), "steal_cores": float("nan")}
-        wall = max(end[0] - self.start[0], 1e-9)
-        ticks = os.sysconf("SC_CLK_TCK")
-        busy, steal, ours = (end[i] - self.start[i] for i in (1, 2, 3))
-        return {"other_cores": max(0.0, busy - ours) / ticks / wall,
-                "steal_cores": steal / ticks / wall}
-
-
 # --- Groups: contenders timed together, round-robin, then closed ---------------------------------
 
 
@@ -410,31 +197,25 @@ class Group:
     with_ceiling: bool = True
 
 
-def _advance(bar: Progress | None, units: int) -> None:
-    if bar is not None:
-        bar.update(units)
-
-
-def _describe(bar: Progress | None, text: str) -> None:
-    describe = getattr(bar, "set_description_str", None)
-    if describe is not None:
-        describe(text)
-
-
 def run_group(group: Group, ceiling: ParallelCeiling | None, config: BenchConfig,
               bar: Progress | None,
               skipped: dict[str, str]) -> tuple[list[Contender], dict[str, list[float]]]:
     """Build the group's contenders (a failed build is skipped with its reason), time them
     round-robin with the ceiling, and close them all, whatever happens."""
-    _describe(bar, group.title)
-    contenders = [ceiling.contender()] if ceiling is not None and group.with_ceiling else []
+    describe(bar, group.title)
+    contenders = []
+    if ceiling is not None and group.with_ceiling:
+        contenders.append(Contender(
+            "vector", CEILING, ceiling.units, ceiling.run,
+            note=f"{len(ceiling)} bare 4× ale.act loops in {len(ceiling)} processes, run "
+                 "together; all steps ÷ wall time"))
     with contextlib.ExitStack() as closing:
         for name, build in group.builders:
             try:
                 contender = build()
             except Exception as error:  # noqa: BLE001 - an optional system, or a broken one
                 skipped[f"{name}, N={group.num_envs}"] = f"{type(error).__name__}: {error}"
-                _advance(bar, config.rounds + 1)
+                advance(bar, config.rounds + 1)
                 continue
             closing.callback(contender.close)
             contenders.append(contender)
@@ -454,12 +235,9 @@ def group_results(contenders: list[Contender], seconds: dict[str, list[float]],
     ceiling = seconds.get(CEILING)
     results = []
     for contender in contenders:
-        samples = seconds[contender.name]
-        steps_per_s = 1.0 / statistics.median(samples)
-        ratio = median_ratio(ceiling, samples) if ceiling else float("nan")
-        results.append(VectorResult(contender.name, num_envs, steps_per_s,
-                                    steps_per_s * FRAME_SKIP, ratio, contender.note,
-                                    [1.0 / sample for sample in samples]))
+        r = rate(seconds[contender.name], ceiling)
+        results.append(VectorResult(contender.name, num_envs, r.steps_per_s, r.frames_per_s,
+                                    r.ratio_to_ceiling, contender.note, r.rounds_steps_per_s))
     return results
 
 
@@ -527,8 +305,8 @@ class VectorPlan:
     cores: int
     envpool: str | None
     groups: list[Group]
-    probes: list[str]  # systems whose start-up is measured
-    units: int  # progress-bar units: contender rounds and probes
+    startup_systems: list[str]  # systems whose start-up is measured
+    units: int  # progress-bar units: contender rounds and start-up measurements
 
     @property
     def throughput(self) -> Group:
@@ -538,14 +316,8 @@ class VectorPlan:
 def plan_vector(config: BenchConfig) -> VectorPlan:
     cores = usable_cores()
     envpool = envpool_version()
-    one_core = dataclasses.replace(config, steps=config.vector_steps)
-
-    def ceiling_one_core() -> Contender:
-        contender = ceiling_contender(one_core)
-        return dataclasses.replace(contender, section="vector", name=CEILING_ONE_CORE,
-                                   note="one bare 4× ale.act loop in the main process")
-
-    headline = [(CEILING_ONE_CORE, ceiling_one_core),
+    headline = [(CEILING_ONE_CORE, lambda: one_core_ceiling("vector", config,
+                                                           config.vector_steps)),
                 *system_builders(config, VECTOR_ENVS, cores, envpool is not None)]
     groups = [Group(f"throughput, N={VECTOR_ENVS}", VECTOR_ENVS, headline)]
     for num_envs in config.vector_envs:
@@ -554,24 +326,24 @@ def plan_vector(config: BenchConfig) -> VectorPlan:
                                 system_builders(config, num_envs, cores, envpool is not None)))
     groups.append(Group(f"async vs sync, N={ASYNC_ENVS}", ASYNC_ENVS,
                         async_builders(config, cores), with_ceiling=False))
-    probes = [system for system in (FASTATARI, GYM_ASYNC, ALE_VECTOR, ENVPOOL)
-              if system != ENVPOOL or envpool is not None]
+    startup_systems = [system for system in (FASTATARI, GYM_ASYNC, ALE_VECTOR, ENVPOOL)
+                       if system != ENVPOOL or envpool is not None]
     units = sum((len(g.builders) + g.with_ceiling) * (config.rounds + 1) for g in groups)
-    units += len(probes) * config.startup_repeats
-    return VectorPlan(config, cores, envpool, groups, probes, units)
+    units += len(startup_systems) * config.startup_repeats
+    return VectorPlan(config, cores, envpool, groups, startup_systems, units)
 
 
 # --- Start-up and memory, in fresh interpreters --------------------------------------------------
 
 
-def run_probe(system: str, config: BenchConfig, cores: int) -> dict[str, Any]:
+def startup_in_fresh_interpreter(system: str, config: BenchConfig, cores: int) -> dict[str, Any]:
     """One start-up measurement in a fresh interpreter; its whole process group is killed if it
     outlives the timeout."""
-    script = os.path.abspath(probe.__file__)  # a file path: ``-m`` would import fastatari first
+    script = os.path.abspath(fresh.__file__)  # a file path: ``-m`` would import fastatari first
     root = os.path.dirname(os.path.dirname(os.path.dirname(script)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    command = [sys.executable, script, PROBES[system], str(STARTUP_ENVS),
+    command = [sys.executable, script, FRESH_NAMES[system], str(STARTUP_ENVS),
                resolve_game(config.game), gymnasium_env_id(config.game), str(config.seed),
                str(min(cores, STARTUP_ENVS))]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -581,35 +353,42 @@ def run_probe(system: str, config: BenchConfig, cores: int) -> dict[str, Any]:
     finally:
         if process.poll() is None or process.returncode:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the probe and anything it started
+                os.killpg(process.pid, signal.SIGKILL)  # the interpreter and anything it started
             process.communicate()
     if process.returncode:
         lines = (err or "").strip().splitlines()
-        raise RuntimeError(f"probe exited with {process.returncode}: "
+        raise RuntimeError(f"the fresh interpreter exited with {process.returncode}: "
                            f"{lines[-1] if lines else 'no output'}")
     return json.loads(out.strip().splitlines()[-1])
 
 
 def startup_results(plan: VectorPlan, bar: Progress | None,
                     skipped: dict[str, str]) -> list[StartupResult]:
-    """Every system's probe, ``startup_repeats`` times round-robin; medians."""
+    """Every system's start-up in fresh interpreters, ``startup_repeats`` times round-robin;
+    medians."""
     config = plan.config
-    _describe(bar, f"start-up, N={STARTUP_ENVS}")
-    samples: dict[str, list[dict[str, Any]]] = {system: [] for system in plan.probes}
+    describe(bar, f"start-up, N={STARTUP_ENVS}")
+    samples: dict[str, list[dict[str, Any]]] = {system: [] for system in plan.startup_systems}
     for _ in range(config.startup_repeats):
-        for system in plan.probes:
+        for system in plan.startup_systems:
             key = f"{system} start-up, N={STARTUP_ENVS}"
             if key not in skipped:
                 try:
-                    samples[system].append(run_probe(system, config, plan.cores))
+                    samples[system].append(startup_in_fresh_interpreter(system, config,
+                                                                        plan.cores))
                 except Exception as error:  # noqa: BLE001 - reported, the others go on
                     skipped[key] = f"{type(error).__name__}: {error}"
-            _advance(bar, 1)
+            advance(bar, 1)
+    return startup_summary(samples)
+
+
+def startup_summary(samples: dict[str, list[dict[str, Any]]]) -> list[StartupResult]:
+    """Each system's medians over its fresh interpreters' results (systems with none left
+    out); RSS total = the main process's growth + its children's."""
     results = []
     for system, runs in samples.items():
         if not runs:
             continue
-
         median = {key: statistics.median(run[key] for run in runs) for key in runs[0]
                   if key != "system"}
         delta, children = median["main_rss_delta_mb"], median["children_rss_mb"]
@@ -637,13 +416,13 @@ def run_vector(plan: VectorPlan, bar: Progress | None) -> VectorReport:
             report.load[group.title] = watch.stop()
             results = group_results(contenders, seconds, group.num_envs)
             if index == 0:
-                report.throughput = _with_cores_row(results, seconds, plan.cores)
-                report.ratios = _headline_ratios(seconds)
+                report.throughput = with_cores_row(results, seconds, plan.cores)
+                report.ratios = headline_ratios(seconds)
             if group.with_ceiling:
                 scaling[group.num_envs] = [r for r in results if r.system != CEILING_ONE_CORE]
             else:
                 report.async_policy = results
-                report.async_speedups = _async_speedups(seconds)
+                report.async_speedups = async_speedups(seconds)
     finally:
         ceiling.close()
     report.scaling = [r for n in sorted(scaling) if n in config.vector_envs for r in scaling[n]]
@@ -651,24 +430,20 @@ def run_vector(plan: VectorPlan, bar: Progress | None) -> VectorReport:
     return report
 
 
-def _with_cores_row(results: list[VectorResult], seconds: dict[str, list[float]],
+def with_cores_row(results: list[VectorResult], seconds: dict[str, list[float]],
                     cores: int) -> list[VectorResult]:
     one_core = seconds.get(CEILING_ONE_CORE)
     if not one_core:
         return results
-    ceiling = seconds.get(CEILING)
-    samples = [s / cores for s in one_core]
-    steps_per_s = 1.0 / statistics.median(samples)
-    row = VectorResult(CEILING_TIMES_CORES, results[0].num_envs, steps_per_s,
-                       steps_per_s * FRAME_SKIP,
-                       median_ratio(ceiling, samples) if ceiling else float("nan"),
-                       f"one core's loop × {cores}, computed round by round",
-                       [1.0 / s for s in samples])
+    r = rate([s / cores for s in one_core], seconds.get(CEILING))
+    row = VectorResult(CEILING_TIMES_CORES, results[0].num_envs, r.steps_per_s, r.frames_per_s,
+                       r.ratio_to_ceiling, f"one core's loop × {cores}, computed round by round",
+                       r.rounds_steps_per_s)
     position = next(i for i, r in enumerate(results) if r.system == CEILING_ONE_CORE) + 1
     return results[:position] + [row] + results[position:]
 
 
-def _headline_ratios(seconds: dict[str, list[float]]) -> dict[str, float]:
+def headline_ratios(seconds: dict[str, list[float]]) -> dict[str, float]:
     """fastatari's steps/s over each other system's, per round, median."""
     ours = seconds.get(FASTATARI)
     if not ours:
@@ -677,7 +452,7 @@ def _headline_ratios(seconds: dict[str, list[float]]) -> dict[str, float]:
             for other in (ENVPOOL, ALE_VECTOR, GYM_ASYNC) if seconds.get(other)}
 
 
-def _async_speedups(seconds: dict[str, list[float]]) -> dict[str, float]:
+def async_speedups(seconds: dict[str, list[float]]) -> dict[str, float]:
     """Async's steps/s over sync's at the same batch size, per round, median."""
     speedups = {}
     for kind in ("busy-wait", "sleep"):
@@ -740,14 +515,8 @@ def write_plot(report: VectorReport, path: str, title: str) -> str | None:
 # --- Markdown ------------------------------------------------------------------------------------
 
 
-def _rate_rows(results: list[VectorResult]) -> list[list[str]]:
-    return [[r.system, f"{r.steps_per_s:,.0f}", f"{r.frames_per_s:,.0f}",
-             f"{r.ratio_to_ceiling:.2f}", r.note] for r in results]
-
-
 def throughput_table(report: VectorReport) -> str:
-    table = markdown_table(["system", "steps/s", "frames/s", "ratio to ceiling", "note"],
-                           _rate_rows(report.throughput))
+    table = markdown_table(RATE_HEADER, rate_rows(report.throughput))
     ratios = " · ".join(f"{name}: {value:.2f}×" for name, value in report.ratios.items())
     return table + (f"\n\n{ratios} (per round, median)" if ratios else "")
 
@@ -786,17 +555,15 @@ def async_table(report: VectorReport) -> str:
                     f"{speedups}" if speedups else "")
 
 
-def load_line(report: VectorReport) -> str:
+def groups_load_line(report: VectorReport) -> str:
+    """The other processes' load in the group where it was highest, and the most steal."""
     if not report.load:
         return ""
     title, worst = max(report.load.items(), key=lambda item: item[1]["other_cores"])
-    line = (f"Other load: processes outside the harness took up to {worst['other_cores']:.2f} "
+    return (f"{not_idle_warning(worst['other_cores'], 'ratios to the ceiling and the scaling')}"
+            f"Other load: processes outside the harness took up to {worst['other_cores']:.2f} "
             f"cores on average during a group ({title}); hypervisor steal up to "
             f"{max(load['steal_cores'] for load in report.load.values()):.2f} cores.")
-    if worst["other_cores"] > OTHER_LOAD_WARNING:
-        line = ("**Warning: the machine was not idle; ratios to the ceiling and the scaling "
-                "are not to be trusted.** " + line)
-    return line
 
 
 def markdown_vector(report: VectorReport, config: dict[str, Any]) -> str:
@@ -827,8 +594,18 @@ def markdown_vector(report: VectorReport, config: dict[str, Any]) -> str:
         parts.append(f"#### Async against sync, fastatari, {POLICY_SECONDS * 1e3:g} ms policy "
                      "per batch\n\nbusy-wait holds a core, as CPU inference does; sleep frees "
                      "it, as waiting on an accelerator roughly does.\n\n" + async_table(report))
-    parts.append(load_line(report))
+    parts.append(groups_load_line(report))
     if report.skipped:
         parts.append("Skipped: " + "; ".join(f"{name}: {why}"
                                               for name, why in report.skipped.items()))
     return "\n\n".join(parts)
+
+
+def plan(config: BenchConfig) -> Plan:
+    vector_plan = plan_vector(config)
+    return Plan(vector_plan.units, lambda bar: run_vector(vector_plan, bar))
+
+
+SECTION = Section(
+    "vector", "vector envs side by side (fastatari, gymnasium's AsyncVectorEnv, ale_py, "
+    "EnvPool): throughput, scaling, start-up and memory, async", markdown_vector, plan=plan)

@@ -1,4 +1,4 @@
-"""The harness's ``ray`` section: :mod:`fastatari.ray` against the local vector env.
+"""The ``ray`` section: :mod:`fastatari.ray` against the local vector env.
 
 **Systems.** ``local``: ``fastatari.make_vec`` in this process. ``ray, 1 actor`` and ``ray, 2
 nodes``: ``fastatari.ray.make_vec`` with one actor, and with one actor on each of two simulated
@@ -37,11 +37,20 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from fastatari.bench.harness import BenchConfig, Contender, Progress, markdown_table, measure
-from fastatari.bench.vector import OTHER_LOAD_WARNING, LoadWatch
+from fastatari.bench.harness import (
+    BenchConfig,
+    Contender,
+    Plan,
+    Progress,
+    Section,
+    advance,
+    markdown_table,
+    measure,
+)
+from fastatari.bench.load import LoadWatch, load_line
 from fastatari.vector.placement import usable_cores
 
-__all__ = ["RAY_ENVS", "ROLLOUT_STEPS", "RandomPolicy", "RayReport", "RayResult",
+__all__ = ["RAY_ENVS", "ROLLOUT_STEPS", "SECTION", "RandomPolicy", "RayReport", "RayResult",
            "markdown_ray", "ray_units", "run_ray"]
 
 RAY_ENVS = 16
@@ -214,8 +223,7 @@ def run_ray(config: BenchConfig, bar: Progress | None) -> RayReport:
     os.environ["RAY_AUTH_MODE"] = "disabled"
     if importlib.util.find_spec("ray") is None:
         report.skipped = "Ray is not installed (pip install 'fastatari[ray]')"
-        if bar is not None:
-            bar.update(ray_units(config))
+        advance(bar, ray_units(config))
         return report
     with simulated_cluster(), contextlib.ExitStack() as closing:
         opened = {}
@@ -230,6 +238,13 @@ def run_ray(config: BenchConfig, bar: Progress | None) -> RayReport:
         report.load = watch.stop()
         report.restarts = sum(envs[s].restarts for s in SYSTEMS if s != LOCAL)
         local_workers = envs[LOCAL].num_workers
+    summarise(report, seconds, local_workers)
+    return report
+
+
+def summarise(report: RayReport, seconds: dict[str, list[float]], local_workers: int) -> None:
+    """The results, per-call costs and the model, from every contender's seconds per agent
+    step (``"system, mode"``, one per round) and the local env's worker count."""
     for mode in MODES:
         local = seconds[f"{LOCAL}, {mode}"]
         for system in SYSTEMS:
@@ -252,10 +267,9 @@ def run_ray(config: BenchConfig, bar: Progress | None) -> RayReport:
         c = max(0.0, report.call_us[mode])
         report.envs_per_node[mode] = {C: factor * c * C / (steps * report.env_step_us)
                                       for C in MODEL_CORES}
-    return report
 
 
-def markdown_ray(report: RayReport) -> str:
+def markdown_ray(report: RayReport, config: dict[str, Any]) -> str:
     if report.skipped:
         return f"### Ray\n\nSkipped: {report.skipped}."
     rows = [[r.system, r.mode, f"{r.steps_per_s:,.0f}", f"{r.ratio_to_local:.2f}"]
@@ -268,9 +282,6 @@ def markdown_ray(report: RayReport) -> str:
         need = " · ".join(f"{C} cores: {n:,.0f}" for C, n in report.envs_per_node[mode].items())
         model.append(f"- {label}: c = {report.call_us[mode]:,.0f} µs per call; envs per node "
                      f"for < {MAX_OVERHEAD:.0%} overhead: {need}")
-    load = report.load.get("other_cores", float("nan"))
-    warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
-               if load > OTHER_LOAD_WARNING else "")
     return "\n\n".join([
         "### Ray",
         f"{report.num_envs} envs per system, random actions; `ray, 2 nodes` is two simulated "
@@ -283,6 +294,11 @@ def markdown_ray(report: RayReport) -> str:
         f"work), e = {e:,.0f} µs of CPU per env step; a node with C cores needs "
         f"n >= 19·c·C/(T·e) envs for the calls to cost under {MAX_OVERHEAD:.0%} "
         "(T = 1 for sync).\n\n" + "\n".join(model),
-        f"{warning}Other load: processes outside the harness took {load:.2f} cores on "
-        f"average during the section; actor restarts: {report.restarts}.",
+        load_line(report.load, "the section", f"actor restarts: {report.restarts}"),
     ])
+
+
+SECTION = Section(
+    "ray", "fastatari.ray against the local vector env (sync, async, rollout) on a simulated "
+    "two-node cluster, and a model of a real cluster; needs Ray", markdown_ray,
+    plan=lambda config: Plan(ray_units(config), lambda bar: run_ray(config, bar)))

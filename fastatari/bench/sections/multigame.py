@@ -1,4 +1,4 @@
-"""The harness's ``multigame`` section: several games in one vector env, against their ceiling.
+"""The ``multigame`` section: several games in one vector env, against their ceiling.
 
 **Contenders.** Pools of :data:`fastatari.suites.ATARI_57` at N=57 (each game once) and N=114
 (the suite twice), and of :data:`fastatari.suites.ATARI_5` with 4 envs per game, each game's
@@ -43,32 +43,36 @@ give the first sample of each, ``startup_repeats - 1`` fresh pools the others.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
-import signal
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fastatari.bench.ceiling import LoopProcesses
 from fastatari.bench.harness import (
-    FRAME_SKIP,
+    TIMEOUT,
     BenchConfig,
     Contender,
+    Plan,
     Progress,
+    Section,
+    advance,
     bare_step,
+    describe,
     draw_actions,
     markdown_table,
     measure,
     median_ratio,
     open_ale,
+    rate,
 )
-from fastatari.bench.vector import OTHER_LOAD_WARNING, TIMEOUT, LoadWatch, stop_loops
+from fastatari.bench.load import LoadWatch, load_line
 from fastatari.vector.placement import usable_cores
 
-__all__ = ["MODEL_WORKERS", "GameCost", "MultigameReport", "MultigameResult", "StartupSample",
-           "markdown_multigame", "multigame_units", "pools", "run_multigame"]
+__all__ = ["MODEL_WORKERS", "SECTION", "GameCost", "MultigameReport", "MultigameResult",
+           "StartupSample", "markdown_multigame", "multigame_units", "pools", "run_multigame"]
 
 MODEL_WORKERS = (8, 16, 32, 64)  # the assignment bound, modelled for more workers
 MIN_SYNC_STEPS = 8  # sync steps per round per contender, at least
@@ -151,14 +155,13 @@ class MultigameReport:
 # --- The mix's ceiling: every game's bare loop, in one process per core ---------------------------
 
 
-def _ceiling_worker(conn, games: Sequence[str], index: int, processes: int, seed: int,
-                    rounds: int, steps: int) -> None:
-    """Process ``index`` of ``processes``. Each round: plays every game for ``steps`` agent
-    steps, starting at its own place in ``games``; then its share of the games (every
-    ``processes``-th, from ``index``) for ``steps * processes`` agent steps each, changing game
-    every agent step, as a worker of a pool does. Sends back each game's seconds in both loops
-    (in ``games`` order; 0 for the games of other shares)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+def mix_loop(games: Sequence[str], index: int, processes: int, seed: int, rounds: int,
+             steps: int) -> Callable[[int], tuple[list[float], list[float]]]:
+    """The loop of process ``index`` of ``processes``. Each round: plays every game for
+    ``steps`` agent steps, starting at its own place in ``games``; then its share of the games
+    (every ``processes``-th, from ``index``) for ``steps * processes`` agent steps each,
+    changing game every agent step, as a worker of a pool does. Returns each game's seconds in
+    both loops (in ``games`` order; 0 for the games of other shares)."""
     ales, actions = [], []
     for g, game in enumerate(games):
         ale = open_ale(game, seed + g)
@@ -169,14 +172,8 @@ def _ceiling_worker(conn, games: Sequence[str], index: int, processes: int, seed
     first = index * len(games) // processes
     order = [(first + k) % len(games) for k in range(len(games))]
     share = range(index, len(games), processes)
-    conn.send("ready")
-    while True:
-        try:
-            round_index = conn.recv()
-        except EOFError:
-            return
-        if round_index is None:
-            return
+
+    def run(round_index: int) -> tuple[list[float], list[float]]:
         rows = [actions[g][round_index % len(actions[g])] for g in range(len(games))]
         seconds = [0.0] * len(games)
         for g in order:  # each game's loop
@@ -190,71 +187,41 @@ def _ceiling_worker(conn, games: Sequence[str], index: int, processes: int, seed
                 start = time.perf_counter()
                 bare_step(ales[g], rows[g][k % steps])
                 switching[g] += time.perf_counter() - start
-        conn.send((round_index, seconds, switching))
+        return seconds, switching
+
+    return run
 
 
 class MixCeiling:
-    """``processes`` processes, each with every game of ``games``; ``run(round)`` plays a round
-    in all of them at once and keeps each game's seconds per agent step (rounds 1 on), in its
-    own loop (``per_round``) and in a share of the suite per process, changing game every
-    agent step (``switching``)."""
+    """``processes`` processes, each with every game of ``games`` (:func:`mix_loop`);
+    ``run(round)`` plays a round in all of them at once and keeps each game's seconds per
+    agent step (rounds 1 on), in its own loop (``per_round``) and in a share of the suite per
+    process, changing game every agent step (``switching``)."""
 
     def __init__(self, games: Sequence[str], processes: int, config: BenchConfig,
                  steps: int) -> None:
-        context = mp.get_context("spawn")  # fork is unsafe once thread pools exist
         self.games = tuple(games)
         self.steps = steps
         self.per_round: list[np.ndarray] = []  # seconds per agent step, one per game
         self.switching: list[np.ndarray] = []  # the same, changing game every agent step
-        self.processes: list[Any] = []
-        self.conns: list[Any] = []
-        try:
-            for k in range(processes):
-                parent, child = context.Pipe()
-                process = context.Process(target=_ceiling_worker, daemon=True,
-                                          args=(child, self.games, k, processes,
-                                                config.seed + 1000 * k, config.rounds, steps),
-                                          name=f"fastatari-bench-mix-ceiling-{k}")
-                process.start()
-                child.close()
-                self.processes.append(process)
-                self.conns.append(parent)
-            for conn in self.conns:
-                if self._reply(conn) != "ready":
-                    raise RuntimeError("a ceiling process did not start")
-        except BaseException:
-            self.close()
-            raise
-
-    @staticmethod
-    def _reply(conn) -> Any:
-        if not conn.poll(TIMEOUT):
-            raise TimeoutError(f"a ceiling process did not answer within {TIMEOUT} s")
-        return conn.recv()
+        self.loops = LoopProcesses(
+            mix_loop, [(self.games, k, processes, config.seed + 1000 * k, config.rounds, steps)
+                       for k in range(processes)], "fastatari-bench-mix-ceiling")
 
     def run(self, round_index: int) -> None:
-        for conn in self.conns:
-            conn.send(round_index)
-        total, switching = np.zeros(len(self.games)), np.zeros(len(self.games))
-        for conn in self.conns:
-            index, seconds, switched = self._reply(conn)
-            if index != round_index:
-                raise RuntimeError(f"a ceiling process answered round {index}, "
-                                   f"expected {round_index}")
-            total += seconds
-            switching += switched
+        replies = self.loops.run(round_index)
         if round_index:
-            self.per_round.append(total / (self.steps * len(self.conns)))
-            self.switching.append(switching / (self.steps * len(self.conns)))
+            steps = self.steps * len(replies)
+            self.per_round.append(sum(np.array(own) for own, _ in replies) / steps)
+            self.switching.append(sum(np.array(switched) for _, switched in replies) / steps)
 
     def contender(self) -> Contender:
         # measure()'s wall time for it is not used: the per-game seconds are
-        return Contender("multigame", CEILING, self.steps * len(self.games) * len(self.conns),
+        return Contender("multigame", CEILING, self.steps * len(self.games) * len(self.loops),
                          self.run)
 
     def close(self) -> None:
-        stop_loops(self.conns, self.processes)
-        self.processes, self.conns = [], []
+        self.loops.close()
 
 
 # --- The contenders -------------------------------------------------------------------------------
@@ -323,7 +290,7 @@ def assignment_bound(games: Sequence[str], num_workers: int, balance: bool,
     return float(loads.mean() / loads.max())
 
 
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
     ranks = [np.argsort(np.argsort(x)).astype(float) for x in (a, b)]
     return float(np.corrcoef(*ranks)[0, 1])
 
@@ -352,7 +319,7 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
     contenders: list[Contender] = []
     envs: list[Any] = []
     with contextlib.ExitStack() as closing:
-        _describe(bar, "multigame: start-up and pools")
+        describe(bar, "multigame: start-up and pools")
         for pool, lineup in lineups.items():  # the suite's first, on a quiet machine: start-up
             for balance in (True, False):
                 env, built, reset = open_pool(lineup, balance, workers[pool], config.seed)
@@ -369,11 +336,10 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
                 env.close()
                 startup[balance].construct_s.append(built)
                 startup[balance].reset_s.append(reset)
-                if bar is not None:
-                    bar.update(1)
+                advance(bar, 1)
         ceiling = MixCeiling(games, cores, config, steps)
         closing.callback(ceiling.close)
-        _describe(bar, "multigame: rounds")
+        describe(bar, "multigame: rounds")
         watch = LoadWatch()
         seconds = measure([ceiling.contender(), *contenders], config.rounds, bar)
         report.load = watch.stop()
@@ -381,17 +347,11 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
     report.switching_ratio = [float(own.sum() / switched.sum())
                               for own, switched in zip(ceiling.per_round, ceiling.switching,
                                                        strict=True)]
-    _summarise(report, games, lineups, workers, ceiling.per_round, seconds)
+    summarise(report, games, lineups, workers, ceiling.per_round, seconds)
     return report
 
 
-def _describe(bar: Progress | None, text: str) -> None:
-    describe = getattr(bar, "set_description_str", None)
-    if describe is not None:
-        describe(text)
-
-
-def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[str, tuple],
+def summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[str, tuple],
                workers: dict[str, int], per_round: list[np.ndarray],
                seconds: dict[str, list[float]]) -> None:
     from fastatari.vector.lineup import game_costs
@@ -404,7 +364,7 @@ def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[st
     report.cost_spread_us = {"min": float(values.min()), "median": float(np.median(values)),
                              "max": float(values.max()), "mean": float(values.mean())}
     if all(g in table for g in games):
-        report.cost_rank_correlation = _spearman(values, np.array([table[g] for g in games]))
+        report.cost_rank_correlation = spearman(values, np.array([table[g] for g in games]))
     index = {g: k for k, g in enumerate(games)}
     for pool, lineup in lineups.items():
         n, w = len(lineup), workers[pool]
@@ -413,19 +373,19 @@ def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[st
         sizes = sorted({w, *(m for m in MODEL_WORKERS if m <= n)})
         # the ceiling's seconds per agent step on w cores, round by round
         ceiling = [float(weights @ s) / w for s in per_round]
-        rate = 1.0 / statistics.median(ceiling)
+        mix = rate(ceiling, None)
         report.results.append(MultigameResult(
-            CEILING, pool, n, None, w, rate, rate * FRAME_SKIP, 1.0, 1.0,
+            CEILING, pool, n, None, w, mix.steps_per_s, mix.frames_per_s, 1.0, 1.0,
             f"{report.ceiling_processes} processes, every game's bare 4× ale.act loop, "
-            f"weighted by its share of envs; {w} cores", [1.0 / c for c in ceiling]))
+            f"weighted by its share of envs; {w} cores", mix.rounds_steps_per_s))
         for balance in (True, False):
-            samples = seconds[name_of(pool, balance)]
-            rate = 1.0 / statistics.median(samples)
+            pooled = rate(seconds[name_of(pool, balance)], ceiling)
             how = "cost-balanced" if balance else "contiguous blocks"
             report.results.append(MultigameResult(
-                name_of(pool, balance), pool, n, balance, w, rate, rate * FRAME_SKIP,
-                median_ratio(ceiling, samples), assignment_bound(lineup, w, balance, us),
-                f"sync step, {w} workers, {how}", [1.0 / s for s in samples]))
+                name_of(pool, balance), pool, n, balance, w, pooled.steps_per_s,
+                pooled.frames_per_s, pooled.ratio_to_ceiling,
+                assignment_bound(lineup, w, balance, us), f"sync step, {w} workers, {how}",
+                pooled.rounds_steps_per_s))
             report.modelled_bound[name_of(pool, balance)] = {
                 m: assignment_bound(lineup, m, balance, us) for m in sizes}
         report.modelled_bound[f"balanced by the measured costs, {pool} (model)"] = {
@@ -442,7 +402,7 @@ def _summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[st
 # --- Markdown ------------------------------------------------------------------------------------
 
 
-def markdown_multigame(report: MultigameReport) -> str:
+def markdown_multigame(report: MultigameReport, config: dict[str, Any]) -> str:
     rows = [[r.pool, r.system, f"{r.steps_per_s:,.0f}", f"{r.frames_per_s:,.0f}",
              f"{r.ratio_to_ceiling:.2f}" if r.balance is not None else "—",
              f"{r.assignment_bound:.2f}" if r.balance is not None else "—", r.note]
@@ -483,9 +443,6 @@ def markdown_multigame(report: MultigameReport) -> str:
             "once (caches and branch predictors that each game's code fills its own way), which "
             "no assignment of one env per game avoids. The balanced "
             "assignment steps each game's envs in a row, where a worker has several.")
-    load = report.load.get("other_cores", float("nan"))
-    warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
-               if load > OTHER_LOAD_WARNING else "")
     steps = ", ".join(f"{pool}: {s}" for pool, s in report.sync_steps_per_round.items())
     return "\n\n".join([
         f"### Several games in one vector env (Atari-{report.games})",
@@ -513,6 +470,11 @@ def markdown_multigame(report: MultigameReport) -> str:
         f"Start-up of a {report.games}-game pool, {report.usable_cores} workers: "
         "`make_vec(...)` then the first `reset(seed=0)`, wall time in this process (imports "
         f"already done), median of {repeats}.\n\n" + startup,
-        f"{warning}Other load: processes outside the harness took {load:.2f} cores on "
-        f"average during the rounds; worker restarts: {report.worker_restarts}.",
+        load_line(report.load, "the rounds", f"worker restarts: {report.worker_restarts}"),
     ])
+
+
+SECTION = Section(
+    "multigame", "pools of the Atari-57 games (cost-balanced and contiguous) against the "
+    "ceiling of their mix, and a 57-game pool's start-up", markdown_multigame,
+    plan=lambda config: Plan(multigame_units(config), lambda bar: run_multigame(config, bar)))

@@ -1,4 +1,4 @@
-"""The harness's ``transport`` section: what the vector env's transport alone costs the trainer.
+"""The ``transport`` section: what the vector env's transport alone costs the trainer.
 
 **Workers that do not emulate.** For each ``num_workers`` in ``TRANSPORT_WORKERS`` (with
 ``ENVS_PER_WORKER`` envs each) a ``make_vec`` env is stepped synchronously, and the trainer's
@@ -40,14 +40,18 @@ from typing import Any, Iterator
 import numpy as np
 
 from fastatari.bench.harness import (
+    CEILING_ONE_CORE,
     BenchConfig,
     Contender,
+    Plan,
     Progress,
-    bare_loop,
+    Section,
     markdown_table,
     measure,
+    one_core_ceiling,
 )
-from fastatari.bench.vector import OTHER_LOAD_WARNING, LoadWatch, open_fastatari
+from fastatari.bench.load import LoadWatch, load_line
+from fastatari.bench.systems import open_fastatari
 from fastatari.vector.placement import usable_cores
 
 __all__ = ["TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",
@@ -57,7 +61,6 @@ __all__ = ["TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportRes
 TRANSPORT_WORKERS = (1, 2, 4, 8, 16, 32)
 ENVS_PER_WORKER = 2
 MODEL_CORES = (16, 64)
-CEILING_ONE_CORE = "raw ALE, 1 core"
 # Inserted into the worker's boot program before its ``main(...)`` call.
 STEP_NOTHING = ("from fastatari.vector.worker import Worker; "
                 "Worker._step_one = lambda self, i, op: self.buffers.reward.__setitem__(i, 0.0)")
@@ -161,10 +164,7 @@ def transport_contender(config: BenchConfig, num_workers: int) -> tuple[Contende
 
 def run_transport(config: BenchConfig, bar: Progress | None) -> TransportReport:
     """Time every worker count and the one-core emulation loop round-robin; fit and model."""
-    calls = steps_per_round(config)
-    emulation = bare_loop(config.game, config.seed, config.rounds, calls)
-    contenders = [Contender("transport", CEILING_ONE_CORE, calls, emulation,
-                            note="one bare 4× ale.act loop in the main process")]
+    contenders = [one_core_ceiling("transport", config, steps_per_round(config))]
     envs = []
     with no_emulation_workers(), contextlib.ExitStack() as closing:
         for num_workers in TRANSPORT_WORKERS:
@@ -210,7 +210,7 @@ def fit_line(over: str, medians: dict[int, float], big_e: float) -> TransportFit
     return TransportFit(over, list(medians), float(intercept), float(slope), predicted)
 
 
-def markdown_transport(report: TransportReport) -> str:
+def markdown_transport(report: TransportReport, config: dict[str, Any]) -> str:
     k, e = report.envs_per_worker, report.emulation_us
     big_e = k * e
     rows = [[str(r.num_workers), str(r.num_envs), f"{r.us_per_step:,.0f}",
@@ -232,9 +232,6 @@ def markdown_transport(report: TransportReport) -> str:
               f"{', '.join(map(str, oversubscribed))} workers T(W) includes the workers and "
               "the trainer sharing them, so the fit over all counts overstates what a machine "
               "with a core per worker pays." if oversubscribed else "")
-    load = report.load.get("other_cores", float("nan"))
-    warning = ("**Warning: the machine was not idle; the figures are not to be trusted.** "
-               if load > OTHER_LOAD_WARNING else "")
     return "\n\n".join([
         "### Transport (workers that do not emulate)",
         f"Sync `step` of {k} envs per worker, {report.steps_per_round:,} steps per round; the "
@@ -249,7 +246,11 @@ def markdown_transport(report: TransportReport) -> str:
         "costs E, so the expected ratio to it is E / (E + T(C)), T fitted as a + b·W. "
         "Conservative: a real step handles the first replies while later workers still "
         "emulate." + caveat + "\n\n" + "\n".join(lines),
-        f"{warning}Other load: processes outside the harness took {load:.2f} cores on "
-        f"average during the section; worker restarts: "
-        f"{report.worker_restarts}.",
+        load_line(report.load, "the section", f"worker restarts: {report.worker_restarts}"),
     ])
+
+
+SECTION = Section(
+    "transport", "the vector env's transport alone (workers that do not emulate) against the "
+    "number of workers, and a model of its cost at more cores", markdown_transport,
+    plan=lambda config: Plan(transport_units(config), lambda bar: run_transport(config, bar)))

@@ -1,15 +1,17 @@
 """Start-up and memory of one vector env, measured in a fresh interpreter.
 
-:mod:`fastatari.bench.vector` runs this file as a script, by its path, never with ``python -m``:
-``-m`` imports the ``fastatari`` package first, which pulls in gymnasium and ale_py, and the
-point is that each system pays its own imports, from the same bare baseline (the standard
-library only). So this module imports nothing but the standard library at its top, and imports
-each system inside the timed window. Prints one JSON object on stdout.
+The ``vector`` section (:mod:`fastatari.bench.sections.vector`) runs this file as a script, by
+its path, never with ``python -m``: ``-m`` imports the ``fastatari`` package first, which pulls
+in gymnasium and ale_py, and the point is that each system pays its own imports, from the same
+bare baseline (the standard library only). So this module imports nothing but the standard
+library at its top, and imports each system inside the timed window. Prints one JSON object on
+stdout.
 
-    python fastatari/bench/probe.py SYSTEM NUM_ENVS ROM ENV_ID SEED THREADS
+    python fastatari/bench/fresh.py SYSTEM NUM_ENVS ROM ENV_ID SEED THREADS
 
-The harness imports it too, for :func:`descendants` and :func:`gymnasium_reference_env`: they
-live here so that the script can use them without importing ``fastatari``.
+The bench imports it too, for :func:`descendants` (:mod:`fastatari.bench.load`) and
+:func:`gymnasium_reference_env` (:mod:`fastatari.bench.systems`): they live here so that the
+script can use them without importing ``fastatari``.
 """
 from __future__ import annotations
 
@@ -126,8 +128,10 @@ def open_system(system: str, num_envs: int, rom: str, env_id: str, seed: int, th
     raise ValueError(f"unknown system {system!r}")
 
 
-def probe(system: str, num_envs: int, rom: str, env_id: str, seed: int,
-          threads: int) -> dict:
+def measure_startup(system: str, num_envs: int, rom: str, env_id: str, seed: int,
+                    threads: int) -> dict:
+    """Import ``system``, then build ``num_envs`` envs and reset them, timed; with the memory
+    of this process and every process below it."""
     me = os.getpid()
     start = time.perf_counter()
     make, reset, listed, close = open_system(system, num_envs, rom, env_id, seed, threads)
@@ -161,4 +165,4 @@ def probe(system: str, num_envs: int, rom: str, env_id: str, seed: int,
 
 if __name__ == "__main__":
     system, num_envs, rom, env_id, seed, threads = sys.argv[1:7]
-    print(json.dumps(probe(system, int(num_envs), rom, env_id, int(seed), int(threads))))
+    print(json.dumps(measure_startup(system, int(num_envs), rom, env_id, int(seed), int(threads))))
