@@ -138,6 +138,16 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
                     ale_actions=ale_actions)
         return plan, None if probe else _shared_action_meanings(lineup, meanings, ale_actions)
 
+    @classmethod
+    def over(cls, plan: Plan, executor: Executor,
+             action_meanings: List[str]) -> "AtariVectorEnv":
+        """A vector env over ``executor``, already started for ``plan`` (a Ray actor runs its
+        rollouts through one); it needs a reset, or its per-env state set, before a step."""
+        env = cls.__new__(cls)
+        env._state = State.CLOSED
+        env._open(plan, executor, action_meanings, started=True)
+        return env
+
     def _make_executor(self, plan: Plan) -> Executor:
         """The local worker processes (``fastatari.ray`` gives Ray actors instead)."""
         from fastatari.vector.pool import WorkerPool

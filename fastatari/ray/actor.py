@@ -1,0 +1,155 @@
+"""One Ray actor: a local executor (worker processes and their shared block) on its node.
+
+The driver's :class:`~fastatari.ray.executor.RayExecutor` calls it with the envs' ops and
+actions and gets back the replies and the rows of the results they wrote; the driver's
+:class:`~fastatari.AtariVectorEnv` keeps the contract. For a rollout, the actor runs that same
+front over its local executor, with the driver's per-env state, next to the envs.
+
+Every call but :meth:`EnvActor.describe` carries the driver's *epoch* for this actor, bumped at
+every recovery; a call from another epoch is refused (:class:`ActorRestarted`), so that no call
+runs on an instance the driver has not started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from fastatari import validate
+from fastatari.ray.infos import stack
+from fastatari.vector.config import VectorConfig
+from fastatari.vector.contract import State
+from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.executor import Plan
+from fastatari.vector.pool import WorkerPool
+from fastatari.vector.protocol import Op, Reply, ReplyKind, ResetRequest
+
+__all__ = ["ActorRestarted", "EnvActor"]
+
+# (replies, the envs whose rows follow, the rows of the result columns)
+Answer = Tuple[List[Reply], np.ndarray, Dict[str, np.ndarray]]
+
+
+class ActorRestarted(RuntimeError):
+    """A call reached an actor instance of another epoch: Ray restarted the actor and the
+    driver has not recovered it yet, or the call was sent before the last recovery."""
+
+
+class EnvActor:
+    """The envs of ``plan`` (a block of the driver's), run by a local :class:`WorkerPool`
+    configured by ``keywords`` (the user's vector keywords, checked here: defaults such as
+    the number of workers are this node's). Env ids in calls are the block's own
+    (``0 .. plan.num_envs - 1``)."""
+
+    def __init__(self, plan: Plan, keywords: Dict[str, Any]) -> None:
+        # copy=False: a rollout copies from the buffers anyway; batches are the driver's
+        config = VectorConfig.checked(plan.num_envs,
+                                      **dict(keywords, copy=False, batch_size=None))
+        self.plan = dataclasses.replace(plan, config=config)
+        self.epoch: Optional[int] = None  # set by start(); None on a fresh instance
+        self.pool: Optional[WorkerPool] = None
+        self.front: Optional[AtariVectorEnv] = None  # for rollouts, made at the first
+        self.rollout_obs: Optional[np.ndarray] = None
+
+    def _check(self, epoch: int) -> WorkerPool:
+        if epoch != self.epoch or self.pool is None:
+            raise ActorRestarted(f"call of epoch {epoch} reached an actor of epoch {self.epoch}")
+        return self.pool
+
+    def describe(self) -> Dict[str, Any]:
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                "worker_pids": self.pool.pids if self.pool is not None else []}
+
+    def start(self, epoch: int, seeds: List[Optional[int]], resets: Sequence[ResetRequest],
+              rows: Optional[Dict[str, np.ndarray]]) -> Tuple[Dict[str, Any],
+                                                              Dict[str, List[str]],
+                                                              Optional[Dict[str, np.ndarray]]]:
+        """Adopt ``epoch`` and start the workers. ``seeds``: each env's last seed on the driver.
+        ``resets`` (a recovery): the envs' replacement games, reported truncated, with
+        ``rows`` (the driver's last results) as the ended episodes' last step. Returns the
+        description, the probed action names and the rows after the resets."""
+        self.close()
+        pool = WorkerPool(self.plan)
+        pool.seeds.last = list(seeds)
+        pool.seeds.games_exist = bool(resets)
+        if rows is not None:
+            pool.buffers.put_rows(np.arange(self.plan.num_envs), rows)
+        probed = pool.start(resets, restarted=bool(resets))
+        self.pool, self.epoch = pool, epoch
+        after = self._rows(np.arange(self.plan.num_envs)) if resets else None
+        return self.describe(), probed, after
+
+    def _rows(self, ids: np.ndarray) -> Dict[str, np.ndarray]:
+        assert self.pool is not None
+        return self.pool.buffers.rows(ids, finals=self.plan.config.same_step)
+
+    def _answer(self, replies: List[Reply], reset: Sequence[int] = ()) -> Answer:
+        """The replies, and the rows of every env they answered or restarted (or ``reset``)."""
+        touched = [np.asarray(reset, np.int64)]
+        touched += [r.envs for r in replies if r.kind is not ReplyKind.ERROR and r.envs is not None]
+        touched += [r.restarted for r in replies if r.restarted is not None]
+        ids = np.unique(np.concatenate(touched))
+        return replies, ids, self._rows(ids)
+
+    def run(self, epoch: int, ops: np.ndarray, actions: np.ndarray, ids: np.ndarray) -> Answer:
+        """Run ``ops`` (one per env of the block) on ``ids`` with ``actions``; wait for all."""
+        pool = self._check(epoch)
+        pool.buffers.action[ids] = actions
+        if ids.size == self.plan.num_envs and (ops == Op.STEP).all():
+            pool.run_all()
+        else:
+            pool.run(ops, ids, 0)
+        replies: List[Reply] = []
+        while pool.busy():
+            replies += pool.collect()
+        return self._answer(replies)
+
+    def reset(self, epoch: int, requests: Sequence[ResetRequest]) -> Answer:
+        return self._answer(self._check(epoch).reset(requests), [i for i, _ in requests])
+
+    def render(self, epoch: int, ids: np.ndarray) -> Tuple[np.ndarray, Answer]:
+        screens, replies = self._check(epoch).render(ids)
+        return screens, self._answer(replies)
+
+    def rollout(self, epoch: int, policy: Any, num_steps: int, ended: np.ndarray,
+                restarted: np.ndarray, action_meanings: List[str]):
+        """``num_steps`` steps of every env, ``actions = policy(obs)`` before each, by the
+        vector env's own rules: this actor's envs under the driver's per-env state (``ended``,
+        ``restarted``). Returns the steps, the state after them and the rows of every env."""
+        pool = self._check(epoch)
+        if self.front is None or self.front.executor is not pool:
+            self.front = AtariVectorEnv.over(self.plan, pool, action_meanings)
+        front = self.front
+        front._state = State.IDLE
+        front._ended[:] = ended
+        front._restarted[:] = restarted
+        count = self.plan.num_envs
+        current = pool.buffers.obs
+        # kept between calls (a result is copied into the object store as it is returned):
+        # the observations' pages are touched once, not at every rollout
+        if self.rollout_obs is None or len(self.rollout_obs) != num_steps:
+            self.rollout_obs = np.empty((num_steps,) + current.shape, current.dtype)
+        obs = self.rollout_obs
+        actions = np.empty((num_steps, count), np.int64)
+        rewards = np.empty((num_steps, count), np.float64)
+        terminated = np.empty((num_steps, count), bool)
+        truncated = np.empty((num_steps, count), bool)
+        infos = []
+        for t in range(num_steps):
+            obs[t] = current
+            actions[t] = validate.check_actions(policy(obs[t]), count, len(action_meanings))
+            _, rewards[t], terminated[t], truncated[t], info = front.step(actions[t])
+            infos.append(info)
+        state = (front._ended.copy(), front._restarted.copy())
+        return ((obs, actions, rewards, terminated, truncated, current.copy(), stack(infos)),
+                state, self._rows(np.arange(count)))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        self.pool = self.front = None

@@ -1,0 +1,214 @@
+"""RayAtariVectorEnv: the vector env over Ray actors, and ``rollout`` next to the envs."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+
+import numpy as np
+import ray
+from gymnasium.vector import AutoresetMode
+
+from fastatari import validate
+from fastatari.ray.executor import PLACEMENTS, RayExecutor, Recovered
+from fastatari.ray.infos import concat
+from fastatari.vector.config import VectorConfig, split_keywords
+from fastatari.vector.contract import State
+from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.executor import Executor, Plan
+
+__all__ = ["DEFAULT_ACTOR_TIMEOUT", "RayAtariVectorEnv", "Rollout", "make_vec"]
+
+#: Default ``actor_timeout``: how long creating or restarting an actor may take (placement,
+#: start-up, the first reset) before the driver gives up on it.
+DEFAULT_ACTOR_TIMEOUT = 300.0
+
+
+class Rollout(NamedTuple):
+    """``T`` steps of all envs under one policy (:meth:`RayAtariVectorEnv.rollout`).
+
+    ``obs[t]`` is what the policy saw at step ``t``, ``actions[t]`` what it chose,
+    ``rewards[t]``, ``terminated[t]`` and ``truncated[t]`` the step's outcome; ``next_obs`` is
+    the observation after the last step. ``info`` holds the steps' batched info dicts stacked:
+    each entry ``(T, N)`` with its ``_key`` mask ``(T, N)`` (``info["game"]["r"][t, i]`` is
+    the return of env ``i``'s game that ended at step ``t``, where ``info["_game"][t, i]``).
+    """
+
+    obs: np.ndarray  # (T, N, *obs_shape) uint8
+    actions: np.ndarray  # (T, N) int64
+    rewards: np.ndarray  # (T, N) float64
+    terminated: np.ndarray  # (T, N) bool
+    truncated: np.ndarray  # (T, N) bool
+    next_obs: np.ndarray  # (N, *obs_shape) uint8
+    info: Dict[str, Any]  # entries (T, N)
+
+
+class RayAtariVectorEnv(AtariVectorEnv):
+    """``num_envs`` Atari games on ``num_actors`` Ray actors, each running a local executor.
+
+    The vector env's contract, errors and results are :class:`~fastatari.AtariVectorEnv`'s;
+    only what runs the envs differs. Made by :func:`make_vec`; see there for the parameters.
+    """
+
+    executor: RayExecutor
+
+    def __init__(self, game: str | Sequence[str], num_envs: int,
+                 num_actors: Optional[int] = None, placement: Any = "node",
+                 actor_options: Optional[Dict[str, Any]] = None,
+                 actor_timeout: Optional[float] = DEFAULT_ACTOR_TIMEOUT,
+                 **keywords: Any) -> None:
+        self._state = State.CLOSED  # until construction succeeds
+        num_envs = validate.check_int("num_envs", num_envs, 1)
+        vector, options = split_keywords(keywords)
+        # num_workers and cpus are each actor's, checked on its node
+        config = VectorConfig.checked(num_envs, **dict(vector, num_workers=None, cpus=None))
+        actor_timeout = validate.check_timeout("actor_timeout", actor_timeout)
+        if not (placement in PLACEMENTS or not isinstance(placement, str)):
+            raise ValueError(f"placement must be one of {PLACEMENTS} or a Ray scheduling "
+                             f"strategy, got {placement!r}")
+        actor_options = dict(actor_options or {})
+        if actor_options.get("max_task_retries", 0) != 0:
+            raise ValueError("actor_options must not set max_task_retries: a step re-run on a "
+                             "restarted actor would silently diverge from what was reported")
+        plan, meanings = self._plan(game, num_envs, config, options)
+        self._ray = dict(keywords=vector, num_actors=num_actors, placement=placement,
+                         actor_options=actor_options, actor_timeout=actor_timeout)
+        self._open(plan, self._make_executor(plan), meanings)
+        self.num_workers = vector.get("num_workers")  # per actor (None: its node's cores)
+        self.actor_timeout = actor_timeout
+
+    def _make_executor(self, plan: Plan) -> Executor:
+        return RayExecutor(plan, **self._ray)
+
+    # -- the actors ------------------------------------------------------------------------------
+    @property
+    def num_actors(self) -> int:
+        return self.executor.num_actors
+
+    @property
+    def blocks(self) -> List[range]:
+        """The envs of each actor: actor ``k`` owns ``blocks[k]``."""
+        return self.executor.blocks
+
+    @property
+    def actors(self) -> List[Any]:
+        """The Ray actor handles, in env order: actor ``k`` owns the envs ``blocks[k]``."""
+        return self.executor.actors
+
+    @property
+    def nodes(self) -> List[str]:
+        """The node id of each actor."""
+        return self.executor.nodes
+
+    @property
+    def restarts(self) -> int:
+        """Actor recoveries so far (deaths, nodes lost)."""
+        return self.executor.restarts
+
+    @property
+    def _calls(self) -> Dict[Any, Any]:
+        """The remote calls in flight."""
+        return self.executor._calls
+
+    def actor_info(self) -> List[Dict[str, Any]]:
+        """Per actor: its node id, process id and its local workers' process ids."""
+        self._check_open()
+        described = []
+        for k in range(self.num_actors):
+            value, seen = self.executor.call(k, "describe")
+            self._apply_all(seen)
+            described.append(value)
+        return described
+
+    # -- rollout ---------------------------------------------------------------------------------
+    def rollout(self, policy: Any, num_steps: int) -> Rollout:
+        """``num_steps`` steps of every env with ``actions = policy(obs)``, run on the actors.
+
+        ``policy`` is any picklable callable taking one actor's observations ``(n, *shape)``
+        and returning its ``n`` actions (or an ``ObjectRef`` of one): it goes through the
+        object store once per call (``ray.put``), is fetched once per node and runs next to
+        the envs; each actor makes one remote call for the whole rollout, stepping its envs
+        by this env's own rules. The envs continue from where they are, and stay there
+        afterwards for the next rollout or step. Needs an autoreset mode (``next_step`` or
+        ``same_step``).
+        """
+        self._check_not_async("rollout")
+        self._check_was_reset("rollout")
+        if self.metadata["autoreset_mode"] is AutoresetMode.DISABLED:
+            raise ValueError("rollout() needs autoreset: an env cannot stop mid-rollout for a "
+                             "reset (autoreset_mode is DISABLED)")
+        num_steps = validate.check_int("num_steps", num_steps, 1)
+        if not callable(policy) and not isinstance(policy, ray.ObjectRef):
+            raise TypeError(f"policy must be callable (obs -> actions), got {policy!r}")
+        policy_ref = policy if isinstance(policy, ray.ObjectRef) else ray.put(policy)
+        executor = self.executor
+        refs = {k: self._submit_rollout(k, policy_ref, num_steps)
+                for k in range(self.num_actors)}
+        parts = []
+        for k, ref in refs.items():
+            while True:  # an actor lost meanwhile is recovered, then asked again
+                try:
+                    steps, (ended, restarted), rows = executor.get(ref)[1]
+                    break
+                except Recovered as recovered:
+                    self._apply_all([recovered.reply])
+                    ref = self._submit_rollout(k, policy_ref, num_steps)
+            block = self.blocks[k]
+            self._ended[block.start:block.stop] = ended
+            self._restarted[block.start:block.stop] = restarted
+            executor.buffers.put_rows(np.arange(block.start, block.stop), rows)
+            parts.append(steps)
+        obs, actions, rewards, terminated, truncated = (
+            np.concatenate([part[c] for part in parts], axis=1) for c in range(5))
+        next_obs = np.concatenate([part[5] for part in parts])
+        info = concat([(part[6], len(block))
+                       for part, block in zip(parts, self.blocks, strict=True)], axis=1)
+        # each actor numbers only its own games
+        info.pop("game_index", None), info.pop("_game_index", None)
+        if self._lineup.multi:
+            info["game_index"] = np.broadcast_to(self._game_index, actions.shape).copy()
+            info["_game_index"] = np.ones(actions.shape, bool)
+        return Rollout(obs, actions, rewards, terminated, truncated, next_obs, info)
+
+    def _submit_rollout(self, k: int, policy_ref: Any, num_steps: int) -> Any:
+        block = self.blocks[k]
+        return self.executor.submit(k, "rollout", policy_ref, num_steps,
+                                    self._ended[block.start:block.stop].copy(),
+                                    self._restarted[block.start:block.stop].copy(),
+                                    self._action_meanings)
+
+
+def make_vec(game: str | Sequence[str], num_envs: int, num_actors: Optional[int] = None,
+             placement: Any = "node", actor_options: Optional[Dict[str, Any]] = None,
+             actor_timeout: Optional[float] = DEFAULT_ACTOR_TIMEOUT,
+             **kwargs: Any) -> RayAtariVectorEnv:
+    """``num_envs`` copies of ``game`` on Ray actors: a gymnasium ``VectorEnv``.
+
+    Uses the Ray this process is connected to (``ray.init(address=...)`` first), else starts a
+    local one (stopped when its last env closes).
+
+    Parameters
+    ----------
+    game, num_envs
+        As :func:`fastatari.make_vec` (``game``: one name, or one per env; ``mode`` and
+        ``difficulty`` may be ``{game: value}``).
+    num_actors : int, optional
+        Default: one per alive node that can host one (``placement="node"``), else 1. Actor
+        ``k`` owns a contiguous block of envs, as even as possible.
+    placement : {"node", "spread", "default"} or a Ray scheduling strategy
+        ``"node"``: actor ``k`` prefers node ``k mod nodes`` (soft affinity: when that node is
+        gone, a restart lands elsewhere); ``"spread"``: Ray's ``SPREAD``; ``"default"``: Ray's
+        choice; a strategy object (e.g. a ``PlacementGroupSchedulingStrategy``) is used as is.
+    actor_options : dict, optional
+        Ray actor options (``num_cpus`` default 1, ``memory``, ``resources``,
+        ``runtime_env``, ...). ``max_restarts=-1`` and ``max_task_retries=0`` are fastatari's.
+    actor_timeout : float or None
+        Seconds creating or restarting an actor may take (default 300; None: forever).
+    **kwargs
+        :func:`fastatari.make_vec`'s keywords (:class:`~fastatari.vector.config.VectorConfig`:
+        ``num_workers`` and ``cpus`` are per actor, on its node; ``batch_size`` is what
+        :meth:`~RayAtariVectorEnv.recv` returns across actors; ``max_crashes_without_progress``
+        and ``max_restarts`` also govern actor restarts) and :class:`~fastatari.AtariOptions`
+        fields.
+    """
+    return RayAtariVectorEnv(game, num_envs, num_actors=num_actors, placement=placement,
+                             actor_options=actor_options, actor_timeout=actor_timeout, **kwargs)

@@ -1,0 +1,392 @@
+"""The Ray executor: the envs in contiguous blocks, one per actor, each actor a local executor
+on its node (:class:`~fastatari.ray.actor.EnvActor`).
+
+The driver keeps a copy of every result column (:attr:`RayExecutor.buffers`, the same layout
+as the local executor's shared block): each call's answer brings the rows it wrote, so the
+vector env above reads its results exactly as it reads the local workers'.
+
+Faults. Actors are created with Ray's ``max_restarts=-1`` and ``max_task_retries=0``: Ray
+recreates a dead actor (soft node affinity lets it land on another node when its own is gone)
+but never re-runs a call on the new one behind the driver's back. A call lost with its actor
+(``ActorDiedError``, ``ActorUnavailableError``, its result lost with the node) makes the driver
+*recover* the actor: a new epoch, and every env of its block reset by the executors' rule
+(:class:`~fastatari.vector.executor.SeedBook`), its last results kept as the ended episode's
+last step, reported as RESTARTED like a dead local worker. The restart policy is the local
+one, per actor (:class:`~fastatari.vector.executor.RestartPolicy`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import ray
+from gymnasium.error import ClosedEnvironmentError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from fastatari.ray.actor import ActorRestarted, EnvActor
+from fastatari.vector.buffers import Layout, SharedBuffers
+from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook
+from fastatari.vector.lineup import Lineup
+from fastatari.vector.protocol import Op, Reply, ReplyKind, ResetRequest
+
+__all__ = ["CLOSE_WAIT", "PLACEMENTS", "RayExecutor", "Recovered"]
+
+#: What ``close`` waits for the actors to stop their workers before killing them.
+CLOSE_WAIT = 30.0
+PLACEMENTS = ("node", "spread", "default")
+
+_LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError, ActorRestarted)
+
+# Ray started by this module (no ray.init by the caller): shut down with its last env.
+_OWN_RAY = {"envs": 0}
+_OWN_RAY_LOCK = threading.Lock()
+
+
+class Recovered(Exception):
+    """A call was lost with its actor, which was recovered: ``reply`` reports it."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.source)
+        self.reply = reply
+
+
+@dataclass
+class _Call:
+    """A remote call in flight: enough to send it again after a recovery."""
+
+    actor: int
+    epoch: int
+    method: str
+    args: Tuple[Any, ...]
+    ids: Optional[np.ndarray] = None  # the envs a run call steps (global ids)
+
+
+def _release(actors: List[Any], buffers: SharedBuffers, owns_ray: bool) -> None:
+    """Kill the actors (their workers exit with them), free the driver's columns, and stop a
+    Ray this module started."""
+    if ray.is_initialized():
+        for actor in actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # already gone, or Ray is shutting down
+                pass
+    actors.clear()
+    buffers.close()
+    if owns_ray:
+        with _OWN_RAY_LOCK:
+            _OWN_RAY["envs"] -= 1
+            if _OWN_RAY["envs"] == 0 and ray.is_initialized():
+                ray.shutdown()
+
+
+class RayExecutor(Executor):
+    """The envs of ``plan`` on ``num_actors`` Ray actors (default: one per alive node that can
+    host one, for ``placement="node"``). ``keywords``: the user's vector keywords, which each
+    actor checks on its node (``num_workers`` and ``cpus`` are per actor)."""
+
+    def __init__(self, plan: Plan, keywords: Dict[str, Any], num_actors: Optional[int],
+                 placement: Any, actor_options: Dict[str, Any],
+                 actor_timeout: Optional[float]) -> None:
+        from fastatari import validate
+
+        config = plan.config
+        self.buffers = SharedBuffers(plan.layout)
+        self.seeds = SeedBook(plan.env_ids)
+        self.actor_timeout = actor_timeout
+        self._same_step = config.same_step
+        self._plan = plan
+        self._keywords = keywords
+        self._actors: List[Any] = []
+        self._calls: Dict[Any, _Call] = {}
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            with _OWN_RAY_LOCK:
+                if not ray.is_initialized():
+                    ray.init(include_dashboard=False)
+                _OWN_RAY["envs"] += 1
+        self._finalizer = weakref.finalize(self, _release, self._actors, self.buffers,
+                                           self._owns_ray)
+        try:
+            actor_options.setdefault("num_cpus", 1)
+            self._actor_options = actor_options
+            self._placement = placement
+            self._nodes = _nodes(actor_options) if placement == "node" else []
+            num_envs = plan.num_envs
+            if num_actors is None:
+                num_actors = max(1, min(len(self._nodes), num_envs))
+            self.num_actors = validate.check_int("num_actors", num_actors, 1, num_envs)
+            bounds = np.linspace(0, num_envs, self.num_actors + 1).round().astype(int)
+            self._starts = bounds[:-1]
+            self._lasts = bounds[1:] - 1
+            self.blocks = [range(int(bounds[k]), int(bounds[k + 1]))
+                           for k in range(self.num_actors)]
+            if keywords.get("num_workers") is not None:
+                validate.check_int("num_workers", keywords["num_workers"], 1,
+                                   min(len(block) for block in self.blocks))
+            self._plans = [self._block_plan(k) for k in range(self.num_actors)]
+            self._actors.extend(self._spawn(k) for k in range(self.num_actors))
+        except BaseException:
+            self._finalizer()
+            raise
+        self._epoch = [0] * self.num_actors
+        self._policy = RestartPolicy(self.num_actors, config.max_crashes_without_progress,
+                                     config.max_restarts)
+        self.nodes: List[str] = []
+
+    # -- actors --------------------------------------------------------------------------------
+    def _block_plan(self, k: int) -> Plan:
+        """Block ``k``'s plan: its games, with only the ``{game: value}`` options that concern
+        them; the layout of its envs."""
+        plan, block = self._plan, self.blocks[k]
+        games = plan.lineup.games[block.start:block.stop]
+        names = tuple(dict.fromkeys(games))
+        lineup = Lineup(games, names, {name: plan.lineup.options[name] for name in names})
+        return dataclasses.replace(plan, lineup=lineup, env_ids=tuple(block),
+                                   layout=Layout(len(block), plan.layout.obs_shape))
+
+    def _spawn(self, k: int) -> Any:
+        """A new actor for block ``k``."""
+        options = dict(self._actor_options, max_restarts=-1, max_task_retries=0)
+        if self._placement == "node":
+            if self._nodes:
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
+                    self._nodes[k % len(self._nodes)], soft=True)
+        elif self._placement == "spread":
+            options["scheduling_strategy"] = "SPREAD"
+        elif self._placement != "default":
+            options["scheduling_strategy"] = self._placement
+        return _actor_class().options(**options).remote(self._plans[k], self._keywords)
+
+    def start(self) -> Dict[str, List[str]]:
+        refs = [actor.start.remote(0, [None] * len(block), (), None)
+                for actor, block in zip(self._actors, self.blocks, strict=True)]
+        try:
+            started = ray.get(refs, timeout=self.actor_timeout)
+        except ray.exceptions.GetTimeoutError:
+            self.close()
+            raise RuntimeError(
+                f"the {self.num_actors} actors did not all start within actor_timeout="
+                f"{self.actor_timeout} s: does the cluster have the resources "
+                f"{self._actor_options} for each?") from None
+        except ray.exceptions.RayActorError as error:  # __init__ raised: show its cause
+            self.close()
+            raise RuntimeError(f"an actor failed to start: {error}") from None
+        self.nodes = [described["node_id"] for described, _, _ in started]
+        probed: Dict[str, List[str]] = {}
+        for _, names, _ in started:
+            probed.update(names)
+        return probed
+
+    @property
+    def actors(self) -> List[Any]:
+        return list(self._actors)
+
+    @property
+    def restarts(self) -> int:
+        return self._policy.restarts
+
+    # -- calls -----------------------------------------------------------------------------------
+    def submit(self, k: int, method: str, *args: Any, ids: Optional[np.ndarray] = None) -> Any:
+        """Call ``method`` of actor ``k`` with its epoch; returns the call's ref."""
+        actor = self._actors[k]
+        if method == "describe":
+            ref = actor.describe.remote()
+        else:
+            ref = getattr(actor, method).remote(self._epoch[k], *args)
+        self._calls[ref] = _Call(k, self._epoch[k], method, args, ids)
+        return ref
+
+    def get(self, ref: Any) -> Tuple[_Call, Any]:
+        """A call's result. A call lost with its actor recovers the actor (once per death)
+        and raises :class:`Recovered` with the restart's report (the call's envs lost)."""
+        call = self._calls.pop(ref)
+        try:
+            value = ray.get(ref)
+        except _LOST as error:
+            if self.closed:
+                raise ClosedEnvironmentError("this RayAtariVectorEnv is closed") from error
+            block = np.arange(self.blocks[call.actor].start, self.blocks[call.actor].stop)
+            restarted = block if call.epoch == self._epoch[call.actor] else block[:0]
+            if restarted.size:
+                self._recover(call.actor, error)
+            lost = call.ids if call.ids is not None else block[:0]
+            raise Recovered(Reply(ReplyKind.RESTARTED, envs=lost, restarted=restarted,
+                                  source=f"actor {call.actor}")) from None
+        except KeyboardInterrupt:
+            self.close()
+            raise
+        self._policy.progress(call.actor)
+        return call, value
+
+    def call(self, k: int, method: str, *args: Any) -> Tuple[Any, List[Reply]]:
+        """Call actor ``k`` and wait; a call lost with its actor is sent again once the actor
+        is recovered. Returns the value and the restart reports seen."""
+        seen: List[Reply] = []
+        while True:
+            try:
+                return self.get(self.submit(k, method, *args))[1], seen
+            except Recovered as recovered:
+                seen.append(recovered.reply)
+
+    def _recover(self, k: int, cause: BaseException) -> None:
+        """Actor ``k`` died (or its result was lost): wait for Ray to restart it (or replace
+        it when Ray gave up), then start it with its envs' replacement games."""
+        self._count_death(k, cause)
+        self._epoch[k] += 1
+        block = self.blocks[k]
+        ids = np.arange(block.start, block.stop)
+        seeds = self.seeds.last[block.start:block.stop]
+        resets = [(i - block.start, seed)
+                  for i, seed in self.seeds.restart_resets(ids.tolist(), self.restarts)]
+        rows = self.buffers.rows(ids, finals=False) if resets else None
+        deadline = None if self.actor_timeout is None else time.monotonic() + self.actor_timeout
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self.close()
+                raise RuntimeError(f"actor {k} died ({cause}) and was not running again within "
+                                   f"actor_timeout={self.actor_timeout} s: no node with its "
+                                   f"resources ({self._actor_options}) left?")
+            ref = self._actors[k].start.remote(self._epoch[k], seeds, resets, rows)
+            try:
+                described, _, after = ray.get(ref, timeout=remaining)
+            except ray.exceptions.GetTimeoutError:
+                continue
+            except ray.exceptions.ActorUnavailableError:  # restarting: ask again shortly
+                time.sleep(0.1)
+                continue
+            except (ray.exceptions.ActorDiedError, ray.exceptions.ObjectLostError) as died:
+                self._count_death(k, died)  # Ray gave up on it: a new actor in its place
+                cause = died
+                self._actors[k] = self._spawn(k)
+                continue
+            self.nodes[k] = described["node_id"]
+            if after is not None:
+                self.buffers.put_rows(ids, after)
+            return
+
+    def _count_death(self, k: int, cause: BaseException) -> None:
+        why = self._policy.died(k)
+        if why is not None:
+            self.close()
+            raise RuntimeError(f"actor {k} died: {cause}; {why}")
+
+    def _owner(self, ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self._lasts, ids)
+
+    def _take_answer(self, k: int, answer: Tuple[List[Reply], np.ndarray, Dict[str, Any]]
+                     ) -> List[Reply]:
+        """Write an actor's rows into the driver's columns; its replies in global env ids."""
+        replies, ids, rows = answer
+        start = int(self._starts[k])
+        self.buffers.put_rows(ids + start, rows)
+        return [dataclasses.replace(
+            reply, envs=None if reply.envs is None else reply.envs + start,
+            restarted=None if reply.restarted is None else reply.restarted + start,
+            source=f"actor {k}, {reply.source}") for reply in replies]
+
+    # -- the executor's calls --------------------------------------------------------------------
+    def run(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> None:
+        owners = self._owner(ids)
+        for k in np.unique(owners).tolist():
+            block = self.blocks[k]
+            mine = ids[owners == k]
+            self.submit(k, "run", ops[block.start:block.stop], self.buffers.action[mine],
+                        mine - block.start, ids=mine)
+
+    def run_all(self) -> None:
+        self.run(np.full(self._plan.num_envs, Op.STEP, np.uint8),
+                 np.arange(self._plan.num_envs), 0)
+
+    def busy(self) -> bool:
+        return bool(self._calls)
+
+    def collect(self, first: bool = False) -> List[Reply]:
+        pending = list(self._calls)
+        ready, _ = ray.wait(pending, num_returns=1 if first else len(pending))
+        replies: List[Reply] = []
+        for ref in ready:
+            call = self._calls[ref]
+            try:
+                replies += self._take_answer(call.actor, self.get(ref)[1])
+            except Recovered as recovered:
+                replies.append(recovered.reply)
+            except Exception as error:  # the actor raised: its envs were not run
+                if self.closed:
+                    raise
+                replies.append(Reply(ReplyKind.ERROR, str(error), envs=call.ids,
+                                     source=f"actor {call.actor}"))
+        return replies
+
+    def _by_actor(self, ids: np.ndarray) -> Dict[int, np.ndarray]:
+        owners = self._owner(ids)
+        return {k: ids[owners == k] for k in np.unique(owners).tolist()}
+
+    def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
+        self.seeds.record(requests)
+        ids = np.array([i for i, _ in requests], np.int64)
+        seed_of = dict(requests)
+        replies: List[Reply] = []
+        for k, mine in self._by_actor(ids).items():
+            start = int(self._starts[k])
+            answer, seen = self.call(k, "reset", [(i - start, seed_of[i]) for i in mine.tolist()])
+            replies += seen + self._take_answer(k, answer)
+        return replies
+
+    def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
+        out: Optional[np.ndarray] = None
+        replies: List[Reply] = []
+        owners = self._owner(ids)
+        for k, mine in self._by_actor(ids).items():
+            (screens, answer), seen = self.call(k, "render", mine - self._starts[k])
+            replies += seen + self._take_answer(k, answer)
+            if out is None:
+                out = np.empty((ids.size,) + screens.shape[1:], screens.dtype)
+            out[owners == k] = screens
+        assert out is not None
+        return out, replies
+
+    # -- close -----------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Stop every actor's workers, then the actors. Safe to call more than once."""
+        if self.closed:
+            return
+        if self._actors and ray.is_initialized():
+            refs = []
+            for actor in self._actors:
+                try:
+                    refs.append(actor.close.remote())
+                except Exception:  # already gone
+                    pass
+            ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT)
+        self._calls.clear()
+        self._finalizer()
+
+
+_ACTOR_CLASS: List[Any] = []
+
+
+def _actor_class() -> Any:
+    """:class:`EnvActor` as a Ray actor class (made once, on first use)."""
+    if not _ACTOR_CLASS:
+        _ACTOR_CLASS.append(ray.remote(EnvActor))
+    return _ACTOR_CLASS[0]
+
+
+def _nodes(actor_options: Dict[str, Any]) -> List[str]:
+    """Ids of the alive nodes that can host one actor with ``actor_options``' resources."""
+    need = {"CPU": actor_options.get("num_cpus", 1), "GPU": actor_options.get("num_gpus", 0),
+            **actor_options.get("resources", {})}
+    return [node["NodeID"] for node in ray.nodes()
+            if node["Alive"] and all(node["Resources"].get(name, 0) >= amount
+                                     for name, amount in need.items() if amount)]
