@@ -151,6 +151,14 @@ def draw_actions(seed: int, num_actions: int, rounds: int, steps: int) -> list[l
     return rng.integers(num_actions, size=(rounds + 1, steps)).tolist()
 
 
+def draw_vector_actions(config: BenchConfig, num_actions: int,
+                        shape: tuple[int, ...]) -> np.ndarray:
+    """A vector env's action indices (int32), ``shape`` per round (row 0 is the warm-up),
+    drawn before any timing from the config's seed."""
+    rng = np.random.default_rng(config.seed)
+    return rng.integers(num_actions, size=(config.rounds + 1, *shape), dtype=np.int32)
+
+
 def bare_loop(game: str, seed: int, rounds: int, steps: int) -> Callable[[int], None]:
     """The emulation ceiling: ``run(round)`` plays ``steps`` agent steps of FRAME_SKIP bare
     ``ale.act`` calls each, no preprocessing, resetting on game over."""

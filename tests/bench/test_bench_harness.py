@@ -10,8 +10,10 @@ import pytest
 from fastatari.bench.harness import (
     FRAME_SKIP,
     RATE_HEADER,
+    BenchConfig,
     Contender,
     draw_actions,
+    draw_vector_actions,
     markdown_table,
     measure,
     median_ratio,
@@ -60,6 +62,14 @@ def test_draw_actions_rows_per_round_seeded():
     assert all(0 <= action < 4 for row in rows for action in row)
     assert rows == draw_actions(seed=3, num_actions=4, rounds=2, steps=5)
     assert rows != draw_actions(seed=4, num_actions=4, rounds=2, steps=5)
+
+
+def test_draw_vector_actions_a_batch_per_step_per_round():
+    config = BenchConfig(rounds=2, seed=5)
+    rows = draw_vector_actions(config, num_actions=6, shape=(3, 4))
+    assert rows.shape == (3, 3, 4) and rows.dtype == np.int32
+    assert rows.min() >= 0 and rows.max() < 6
+    np.testing.assert_array_equal(rows, draw_vector_actions(config, 6, (3, 4)))
 
 
 def test_markdown_table():

@@ -62,6 +62,7 @@ from fastatari.bench.harness import (
     bare_step,
     describe,
     draw_actions,
+    draw_vector_actions,
     markdown_table,
     measure,
     median_ratio,
@@ -261,9 +262,7 @@ def pool_contender(env: Any, pool: str, config: BenchConfig, num_workers: int,
                    balance: bool) -> Contender:
     num_envs = env.num_envs
     steps = sync_steps(config, num_envs)
-    rng = np.random.default_rng(config.seed)
-    rows = rng.integers(int(env.single_action_space.n), size=(config.rounds + 1, steps, num_envs),
-                        dtype=np.int32)
+    rows = draw_vector_actions(config, int(env.single_action_space.n), (steps, num_envs))
 
     def run(round_index: int) -> None:
         for actions in rows[round_index]:

@@ -46,6 +46,7 @@ from fastatari.bench.harness import (
     Plan,
     Progress,
     Section,
+    draw_vector_actions,
     markdown_table,
     measure,
     one_core_ceiling,
@@ -143,9 +144,7 @@ def transport_contender(config: BenchConfig, num_workers: int) -> tuple[Contende
     opened = open_fastatari(config, num_envs, num_workers=num_workers)
     env = opened.env
     calls = steps_per_round(config)
-    rng = np.random.default_rng(config.seed)
-    rows = rng.integers(opened.num_actions, size=(config.rounds + 1, calls, num_envs),
-                        dtype=np.int32)
+    rows = draw_vector_actions(config, opened.num_actions, (calls, num_envs))
     # a no-emulation worker never writes an observation: they stay as the reset left them
     first_obs = env.step(rows[0][0])[0].copy()
 

@@ -34,8 +34,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
-
 from fastatari.bench import fresh
 from fastatari.bench.ceiling import ParallelCeiling
 from fastatari.bench.harness import (
@@ -49,6 +47,7 @@ from fastatari.bench.harness import (
     Section,
     advance,
     describe,
+    draw_vector_actions,
     markdown_table,
     measure,
     median_ratio,
@@ -127,12 +126,6 @@ class VectorReport:
     plot: str | None = None
 
 
-def _actions(config: BenchConfig, num_actions: int, shape: tuple[int, ...]) -> np.ndarray:
-    """Action indices for every round (row 0 is the warm-up), drawn before any timing."""
-    rng = np.random.default_rng(config.seed)
-    return rng.integers(num_actions, size=(config.rounds + 1, *shape), dtype=np.int32)
-
-
 def busy_policy() -> None:
     """A policy that holds a core, as CPU inference does (a sleep would lend it to the envs)."""
     end = time.perf_counter() + POLICY_SECONDS
@@ -150,7 +143,7 @@ def sync_contender(name: str, opened: Opened, config: BenchConfig, note: str,
     """Random actions through ``step`` (autoreset inside); ``policy`` after each step."""
     num_envs = opened.num_envs
     steps = max(1, config.vector_steps // num_envs)
-    rows = _actions(config, opened.num_actions, (steps, num_envs))
+    rows = draw_vector_actions(config, opened.num_actions, (steps, num_envs))
     step = opened.step
 
     def run(round_index: int) -> None:
@@ -169,9 +162,9 @@ def async_contender(name: str, opened: Opened, config: BenchConfig, note: str,
     env = opened.env
     batch = env.batch_size
     recvs = max(1, config.vector_steps // batch)
-    rows = _actions(config, opened.num_actions, (recvs, batch))
+    rows = draw_vector_actions(config, opened.num_actions, (recvs, batch))
     if not opened.sending:  # the first contender on this env starts every env stepping
-        env.send(_actions(config, opened.num_actions, (opened.num_envs,))[0])
+        env.send(draw_vector_actions(config, opened.num_actions, (opened.num_envs,))[0])
         opened.sending = True
 
     def run(round_index: int) -> None:
