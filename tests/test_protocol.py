@@ -168,5 +168,5 @@ def test_worker_config_defaults():
     config = WorkerConfig(index=0, env_ids=(0,), games=(("pong", AtariOptions()),),
                           layout=Layout(1, (4, 84, 84)), same_step=False, resets=())
     assert (config.restarted, config.cpu, config.block) == (False, None, None)
-    assert (config.prereset, config.probe, config.ale_actions) == (False, False, False)
+    assert (config.prereset, config.ale_actions, config.emulate) == (False, False, True)
     assert pickle.loads(pickle.dumps(config)) == config

@@ -1,6 +1,6 @@
 """The ROM facts table: each ROM's action sets, modes, difficulties and screen size, which the
 vector env checks options against without loading ROMs; true to ALE, used only with the ale-py
-that wrote it, and a vector env without it still checks every game (in its workers)."""
+that wrote it, and a vector env without it still checks every game (each ROM loaded once)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,6 @@ from fastatari import make_vec, romfacts
 from fastatari.game import ALE_ACTIONS
 from fastatari.games import game_ids
 from fastatari.romfacts import known_facts, loaded_facts, read_facts
-from fastatari.vector.executor import WorkerError
 
 KW = dict(repeat_action_probability=0.0, full_action_space=True)
 
@@ -69,14 +68,26 @@ def test_bad_options_raise_before_any_worker_starts(monkeypatch):
         make_vec(["pong", "breakout"], 2)
 
 
-def test_without_the_table_workers_check_their_games(monkeypatch):
-    monkeypatch.setattr("fastatari.vector.env.known_facts", lambda name: None)
-    with make_vec(["pong", "skiing"], 2, num_workers=2, **KW) as envs:
-        assert envs.get_action_meanings() == [a.name for a in ALE_ACTIONS]
-        envs.reset(seed=0)
-    with make_vec("breakout", 2, num_workers=1) as envs:  # one game: checked in the trainer
-        assert envs.get_action_meanings() == ["NOOP", "FIRE", "RIGHT", "LEFT"]
-    with pytest.raises(WorkerError, match=r"mode must be one of \[0, 1\] for pong"):
-        make_vec(["pong", "skiing"], 2, num_workers=2, mode={"pong": 7}, **KW)
-    with pytest.raises(ValueError, match=r"mode must be one of \[0, 4, 8"):
-        make_vec("breakout", 2, num_workers=1, mode=3)
+def test_without_the_table_the_trainer_loads_each_rom_once(monkeypatch):
+    """Another ale-py (no table): each game's ROM is loaded once in the trainer and checked
+    there, before any worker starts, exactly as with the table."""
+    monkeypatch.setattr(romfacts, "_table", lambda: {})
+    romfacts.loaded_facts.cache_clear()
+    try:
+        with make_vec(["pong", "skiing"], 2, num_workers=2, **KW) as envs:
+            assert envs.get_action_meanings() == [a.name for a in ALE_ACTIONS]
+            envs.reset(seed=0)
+        with make_vec("breakout", 2, num_workers=1) as envs:
+            assert envs.get_action_meanings() == ["NOOP", "FIRE", "RIGHT", "LEFT"]
+        assert romfacts.loaded_facts.cache_info().currsize == 3  # pong, skiing, breakout
+
+        def no_launch(*args, **kwargs):
+            raise AssertionError("a worker was launched")
+
+        monkeypatch.setattr("fastatari.vector.pool.launch", no_launch)
+        with pytest.raises(ValueError, match=r"mode must be one of \[0, 1\] for pong"):
+            make_vec(["pong", "skiing"], 2, num_workers=2, mode={"pong": 7}, **KW)
+        with pytest.raises(ValueError, match=r"mode must be one of \[0, 4, 8"):
+            make_vec("breakout", 2, num_workers=1, mode=3)
+    finally:
+        romfacts.loaded_facts.cache_clear()

@@ -67,22 +67,21 @@ class EnvActor:
 
     def start(self, epoch: int, seeds: List[Optional[int]], resets: Sequence[ResetRequest],
               rows: Optional[Dict[str, np.ndarray]]) -> Tuple[Dict[str, Any],
-                                                              Dict[str, List[str]],
                                                               Optional[Dict[str, np.ndarray]]]:
         """Adopt ``epoch`` and start the workers. ``seeds``: each env's last seed on the driver.
         ``resets`` (a recovery): the envs' replacement games, reported truncated, with
         ``rows`` (the driver's last results) as the ended episodes' last step. Returns the
-        description, the probed action names and the rows after the resets."""
+        description and the rows after the resets."""
         self.close()
         pool = WorkerPool(self.plan)
         pool.seeds.last = list(seeds)
         pool.seeds.games_exist = bool(resets)
         if rows is not None:
             pool.buffers.put_rows(np.arange(self.plan.num_envs), rows)
-        probed = pool.start(resets, restarted=bool(resets))
+        pool.start(resets, restarted=bool(resets))
         self.pool, self.epoch = pool, epoch
         after = self._rows(np.arange(self.plan.num_envs)) if resets else None
-        return self.describe(), probed, after
+        return self.describe(), after
 
     def _rows(self, ids: np.ndarray) -> Dict[str, np.ndarray]:
         assert self.pool is not None

@@ -163,7 +163,7 @@ class RayExecutor(Executor):
             options["scheduling_strategy"] = self._placement
         return _actor_class().options(**options).remote(self._plans[k], self._keywords)
 
-    def start(self) -> Dict[str, List[str]]:
+    def start(self) -> None:
         refs = [actor.start.remote(0, [None] * len(block), (), None)
                 for actor, block in zip(self._actors, self.blocks, strict=True)]
         try:
@@ -177,11 +177,7 @@ class RayExecutor(Executor):
         except ray.exceptions.RayActorError as error:  # __init__ raised: show its cause
             self.close()
             raise RuntimeError(f"an actor failed to start: {error}") from None
-        self.nodes = [described["node_id"] for described, _, _ in started]
-        probed: Dict[str, List[str]] = {}
-        for _, names, _ in started:
-            probed.update(names)
-        return probed
+        self.nodes = [described["node_id"] for described, _ in started]
 
     @property
     def actors(self) -> List[Any]:
@@ -255,7 +251,7 @@ class RayExecutor(Executor):
                                    f"resources ({self._actor_options}) left?")
             ref = self._actors[k].start.remote(self._epoch[k], seeds, resets, rows)
             try:
-                described, _, after = ray.get(ref, timeout=remaining)
+                described, after = ray.get(ref, timeout=remaining)
             except ray.exceptions.GetTimeoutError:
                 continue
             except ray.exceptions.ActorUnavailableError:  # restarting: ask again shortly

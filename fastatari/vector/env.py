@@ -15,7 +15,7 @@ result (reported once, as ``info["worker_restarted"]``).
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable, Container, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
@@ -25,7 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from fastatari import validate
 from fastatari.game import ALE_ACTIONS
-from fastatari.romfacts import RomFacts, known_facts, loaded_facts
+from fastatari.romfacts import loaded_facts
 from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
 from fastatari.vector.buffers import Layout
@@ -122,21 +122,16 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     # -- construction ----------------------------------------------------------------------------
     @staticmethod
     def _plan(game: str | Sequence[str], num_envs: int, config: VectorConfig,
-              options: Dict[str, Any]) -> Tuple[Plan, Optional[List[str]]]:
+              options: Dict[str, Any]) -> Tuple[Plan, List[str]]:
         """The games, their options checked against each ROM's facts (mode, difficulty, NOOP,
-        FIRE, screen size: ``ValueError``) before anything starts, and the action names
-        (None: the workers check the games the facts table lacks, in parallel, as they
-        start)."""
+        FIRE, screen size: ``ValueError``) before anything starts, and the action names."""
         lineup, common = make_lineup(game, num_envs, options)
         # several games, full action space: actions are ALE's 18 for every env
         ale_actions = lineup.multi and common.full_action_space
-        # from the table, else (one game) its ROM loaded here
-        meanings = _check_games(lineup, known_facts if lineup.multi else loaded_facts)
-        probe = len(meanings) < len(lineup.names)
+        meanings = _shared_action_meanings(lineup, _check_games(lineup), ale_actions)
         plan = Plan(lineup, common, tuple(range(num_envs)), config,
-                    Layout(num_envs, common.observation_shape), probe=probe,
-                    ale_actions=ale_actions)
-        return plan, None if probe else _shared_action_meanings(lineup, meanings, ale_actions)
+                    Layout(num_envs, common.observation_shape), ale_actions=ale_actions)
+        return plan, meanings
 
     @classmethod
     def over(cls, plan: Plan, executor: Executor,
@@ -154,7 +149,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
 
         return WorkerPool(plan)
 
-    def _open(self, plan: Plan, executor: Executor, meanings: Optional[List[str]],
+    def _open(self, plan: Plan, executor: Executor, meanings: List[str],
               started: bool = False) -> None:
         """Take ``executor`` (owned from here on) and start it, unless ``started``."""
         config, lineup = plan.config, plan.lineup
@@ -187,15 +182,10 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._buf = executor.buffers
         if not started:
             try:
-                probed = executor.start()
-                if meanings is None:  # the action names of the games the workers checked
-                    # a worker restarted while starting may not have: load those here
-                    probed.update(_check_games(lineup, loaded_facts, skip=probed))
-                    meanings = _shared_action_meanings(lineup, probed, plan.ale_actions)
+                executor.start()
             except BaseException:
                 executor.close()
                 raise
-        assert meanings is not None
         self._action_meanings = meanings
         self._num_actions = len(meanings)
         self._state = State.NEEDS_RESET
@@ -462,18 +452,16 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         return f"{type(self).__name__}({game!r}, num_envs={self.num_envs}, {state})"
 
 
-def _check_games(lineup: Lineup, facts_of: Callable[[str], Optional[RomFacts]],
-                 skip: Container[str] = ()) -> Dict[str, List[str]]:
-    """Check each game's options against ``facts_of(game)`` (mode, difficulty, NOOP, FIRE,
-    screen size: ``ValueError``) and return its action names; games in ``skip`` or without
-    facts (None) are left out."""
+def _check_games(lineup: Lineup) -> Dict[str, List[str]]:
+    """Check each game's options against its ROM's facts (mode, difficulty, NOOP, FIRE,
+    screen size: ``ValueError``) and return its action names. The facts come from the table
+    shipped for this ale-py, else from the ROM loaded once in this process."""
     meanings = {}
     for name in lineup.names:
-        facts = None if name in skip else facts_of(name)
-        if facts is not None:
-            options = lineup.options[name]
-            facts.check(options)
-            meanings[name] = list(facts.actions(options.full_action_space))
+        options = lineup.options[name]
+        facts = loaded_facts(name)
+        facts.check(options)
+        meanings[name] = list(facts.actions(options.full_action_space))
     return meanings
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -46,7 +46,6 @@ class Plan:
     env_ids: Tuple[int, ...]  # their ids in the whole vector env (an unseeded env's seed base)
     config: VectorConfig  # checked for these envs
     layout: Layout
-    probe: bool = False  # the workers check the games' options (facts not known here)
     ale_actions: bool = False  # actions are ALE's 18 for every env (several games)
 
     @property
@@ -70,8 +69,8 @@ class Executor(abc.ABC):
         """Replacements so far (deaths and hangs)."""
 
     @abc.abstractmethod
-    def start(self) -> Dict[str, List[str]]:
-        """Start running; returns the action names of the games the workers probed."""
+    def start(self) -> None:
+        """Start running (the games are built at the first reset)."""
 
     @abc.abstractmethod
     def run(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> None:

@@ -98,7 +98,7 @@ class WorkerPool(Executor):
         self.buffers = buffers
         self._config = WorkerConfig(
             index=-1, env_ids=(), games=plan.lineup.env_games(), layout=plan.layout,
-            same_step=config.same_step, prereset=config.next_step, probe=plan.probe,
+            same_step=config.same_step, prereset=config.next_step,
             ale_actions=plan.ale_actions, resets=(), emulate=emulate, block=buffers.handle)
         self._res = _Resources(buffers)
         self._finalizer = weakref.finalize(self, self._res.release)
@@ -118,21 +118,15 @@ class WorkerPool(Executor):
         return self._policy.restarts
 
     # -- life ---------------------------------------------------------------------------------
-    def start(self, resets: Sequence[ResetRequest] = (),
-              restarted: bool = False) -> Dict[str, List[str]]:
+    def start(self, resets: Sequence[ResetRequest] = (), restarted: bool = False) -> None:
         """Start every worker (in parallel) with its share of ``resets`` (``restarted``: they
-        replace games that died elsewhere, reported truncated); wait until all are READY and
-        return the action names the workers probed. A worker that dies while starting is
-        restarted like any other."""
+        replace games that died elsewhere, reported truncated); wait until all are READY. A
+        worker that dies while starting is restarted like any other."""
         try:
             for k in range(self.num_workers):
                 mine = [r for r in resets if self._owner[r[0]] == k]
                 self._launch(k, mine, restarted=restarted)
-            names: Dict[str, List[str]] = {}
-            for reply in self._collect(list(range(self.num_workers)),
-                                       expect=ReplyKind.READY).values():
-                names.update(reply.payload or {})
-            return names
+            self._collect(list(range(self.num_workers)), expect=ReplyKind.READY)
         except BaseException:
             self.close()
             raise

@@ -16,8 +16,7 @@ tag     payload
 ``c``   CLOSE: nothing. Not answered; the worker exits.
 ======  =================================================================================
 
-Replies (worker -> trainer): ``y`` READY (the worker's games are reset; with ``probe``, then
-pickled ``{ROM: action names}`` of its games), ``d`` DONE, ``g``
+Replies (worker -> trainer): ``y`` READY (the worker's first resets are done), ``d`` DONE, ``g``
 RENDERED (pickled list of RGB screens), ``e`` ERROR (the worker's traceback, UTF-8). A command
 that raises is answered by ERROR instead of its (remaining) DONE replies.
 
@@ -29,7 +28,7 @@ from __future__ import annotations
 import enum
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from fastatari.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
@@ -93,7 +92,6 @@ class WorkerConfig:
     same_step: bool
     resets: Tuple[ResetRequest, ...]  # run before READY
     prereset: bool = False  # next-step autoreset: reset ended envs right after answering
-    probe: bool = False  # check each of its games' options at start; READY tells action names
     ale_actions: bool = False  # actions are ALE's 18 (enum order) whatever each game's set
     restarted: bool = False  # the resets replace games lost with a dead worker
     cpu: Optional[int] = None  # pin the process to this CPU before touching memory
@@ -135,10 +133,8 @@ READY = ReplyKind.READY.value
 DONE = ReplyKind.DONE.value
 
 
-def encode_ready(action_names: Optional[Dict[str, List[str]]]) -> bytes:
-    if action_names is None:
-        return READY
-    return READY + pickle.dumps(action_names, pickle.HIGHEST_PROTOCOL)
+def encode_ready() -> bytes:
+    return READY
 
 
 def encode_rendered(screens: List[Any]) -> bytes:
@@ -156,7 +152,7 @@ def decode_reply(data: bytes) -> Reply:
     if data == DONE:
         return _DONE_REPLY
     kind = ReplyKind(data[:1])
-    if kind in (ReplyKind.RENDERED, ReplyKind.READY) and len(data) > 1:
+    if kind is ReplyKind.RENDERED:
         return Reply(kind, pickle.loads(data[1:]))
     if kind is ReplyKind.ERROR:
         return Reply(kind, data[1:].decode("utf-8", "replace"))

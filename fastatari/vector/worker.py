@@ -178,17 +178,6 @@ class Worker:
             if self.prereset and (terminated or truncated):
                 self._to_prereset.append(i)
 
-    def probe(self) -> Dict[str, List[str]]:
-        """Build one game of each (ROM, options) this worker plays, which checks the options
-        against the ROM (mode, difficulty, FIRE, screen size); return each ROM's action names.
-        Several workers probe their games in parallel (one ROM load each)."""
-        names: Dict[str, List[str]] = {}
-        for rom, options in dict.fromkeys(self._games_spec.values()):
-            game = AtariGame(rom, options)
-            names[rom] = game.action_meanings()
-            game.close()
-        return names
-
     def render(self, env_ids: Sequence[int]) -> List[Any]:
         return [self._game(i, None).render_rgb() for i in env_ids]
 
@@ -239,9 +228,8 @@ def serve(conn: Connection) -> None:
             os.sched_setaffinity(0, {config.cpu})
         buffers = SharedBuffers(config.layout, config.block)
         worker = Worker(buffers, config)
-        names = worker.probe() if config.probe else None
         worker.reset(config.resets, restarted=config.restarted)
-        conn.send_bytes(protocol.encode_ready(names))
+        conn.send_bytes(protocol.encode_ready())
         _serve_commands(conn, worker, buffers)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the trainer is gone
