@@ -55,7 +55,7 @@ from fastatari.bench.load import LoadWatch, load_line
 from fastatari.bench.systems import open_fastatari
 from fastatari.vector.placement import usable_cores
 
-__all__ = ["TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",
+__all__ = ["SECTION", "TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",
            "markdown_transport", "no_emulation_boot", "no_emulation_workers", "run_transport",
            "transport_units"]
 
