@@ -52,8 +52,10 @@ def make_np_random(seed: int) -> np.random.Generator:
 def action_index(action: Any, n: int) -> int:
     """Validate an action of ``Discrete(n)`` and return it as an int.
 
-    Accepts Python and NumPy integers and 0-d integer arrays; anything else (bools, floats,
-    out-of-range values) raises ``ValueError`` naming the valid range.
+    Accepts Python and NumPy integers and 0-d integer arrays. Anything else (bools, floats,
+    strings, arrays) raises ``TypeError``, as ale-py's env and the vector env do for a value
+    of the wrong type; an integer out of range raises ``ValueError``, as the vector env does.
+    Both name the valid range.
     """
     if type(action) is int:
         a = action
@@ -62,8 +64,8 @@ def action_index(action: Any, n: int) -> int:
     elif isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
         a = int(action)
     else:
-        raise ValueError(f"action must be an int in [0, {n}) (Discrete({n})), got {action!r} "
-                         f"of type {type(action).__name__}")
+        raise TypeError(f"action must be an int in [0, {n}) (Discrete({n})), got {action!r} "
+                        f"of type {type(action).__name__}")
     if not 0 <= a < n:
         raise ValueError(f"action must be an int in [0, {n}) (Discrete({n})), got {a}")
     return a
