@@ -41,11 +41,8 @@ class AtariEnv(gymnasium.Env):
     render_mode : {None, "rgb_array"}, optional
         ``"rgb_array"``: :meth:`render` returns the raw ``(210, 160, 3)`` screen.
     **kwargs
-        Any :class:`AtariOptions` field: ``frame_skip=4, screen_size=84, grayscale_obs=True,
-        noop_max=30, terminal_on_life_loss=False, stack_size=4, repeat_action_probability=0.25,
-        full_action_space=False, max_num_frames_per_episode=108000, maxpool=True,
-        channels_last=False, clip_rewards=False, fire_reset=False, episodic_life=False,
-        mode=None, difficulty=None``.
+        Any :class:`AtariOptions` field (``frame_skip``, ``screen_size``, ``noop_max``,
+        ``repeat_action_probability``, ...): its docstring lists each with its default.
 
     Notes
     -----
