@@ -1,9 +1,10 @@
 """Argument checks shared by every front end: one rule per kind of value, one message style.
 
 :class:`~fastatari.AtariOptions`, the single and vector envs (local and on Ray) and
-``fastatari.envpool.make`` all validate through these functions, so a value is accepted or refused the same way, with the
-same words, wherever it is given. Arrays and seeds follow numpy and gymnasium: a value of the
-wrong type raises ``TypeError``, one of the right type out of range ``ValueError``. Options
+``fastatari.envpool.make`` all validate through these functions, so a value is accepted or
+refused the same way, with the same words, wherever it is given. Arrays and seeds follow numpy
+and gymnasium: a value of the wrong type raises ``TypeError``, one of the right type out of
+range ``ValueError``. Options
 (``check_int``, ``check_bool``, ``check_probability``, ``check_timeout``) raise ``ValueError``
 for any bad value, as ``AtariOptions`` always has: they come from keyword arguments, files and
 command lines, where "a bad value" is what the user did.

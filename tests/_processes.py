@@ -18,7 +18,7 @@ def alive(pid: int) -> bool:
 
 
 def blocks_held(pid: int | str = "self") -> int:
-    """fastatari shared blocks a process maps or holds open (they have no name in /dev/shm:
+    """fastatari shared memory regions a process maps or holds open (they have no name in /dev/shm:
     each is freed with the last process that holds it)."""
     fds = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):

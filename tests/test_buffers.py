@@ -1,5 +1,5 @@
-"""fastatari.vector.buffers: the layout's offsets, the typed views, sharing one block between
-mappings and processes, and closing without leaks."""
+"""fastatari.vector.buffers: the layout's offsets, the typed views, sharing one region of
+shared memory between mappings and processes, and closing without leaks."""
 from __future__ import annotations
 
 import os
@@ -12,14 +12,14 @@ import pytest
 
 from _processes import linux_only
 from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
-from fastatari.vector.buffers import Layout, SharedBlock, SharedBuffers
+from fastatari.vector.buffers import Layout, SharedMemory, SharedBuffers
 
 OBS_SHAPES = [(4, 84, 84), (84, 84, 4), (1, 7, 5), (4, 84, 84, 3), (210, 160, 12), (3,)]
 NUM_ENVS = [1, 3, 8, 17]
 
 
 def memfd_fds() -> set:
-    """This process's descriptors of fastatari shared blocks."""
+    """This process's descriptors of fastatari shared memory regions."""
     held = set()
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -156,7 +156,7 @@ def test_close_is_idempotent():
     buf.close()
     buf.close()
     assert not hasattr(buf, "obs")
-    assert buf.block.fd is None
+    assert buf.memory.fd is None
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX descriptors")
@@ -166,7 +166,7 @@ def test_close_while_a_view_is_held_closes_the_descriptor():
     view = buf.obs  # as AtariVectorEnv(copy=False) hands out
     buf.close()
     buf.close()
-    assert buf.block.fd is None
+    assert buf.memory.fd is None
     with pytest.raises(OSError):
         os.fstat(fd)
     del view
@@ -193,10 +193,10 @@ def test_close_while_a_view_is_held_keeps_the_view_valid():
 
 
 def test_shared_block_close_is_idempotent():
-    block = SharedBlock(4096)
-    block.close()
-    block.close()
-    assert block.fd is None
+    memory = SharedMemory(4096)
+    memory.close()
+    memory.close()
+    assert memory.fd is None
 
 
 @linux_only

@@ -156,7 +156,7 @@ def test_worker_config_pickles():
     config = WorkerConfig(index=1, env_ids=(2, 3),
                           games=(("breakout", options), ("pong", options)),
                           layout=Layout(4, options.observation_shape), same_step=True,
-                          resets=((2, 10), (3, None)), restarted=True, cpu=0, block=17)
+                          resets=((2, 10), (3, None)), restarted=True, cpu=0, memory=17)
     copy = pickle.loads(pickle.dumps(config, pickle.HIGHEST_PROTOCOL))
     assert copy == config
     assert copy.games[0][1].screen_size == (64, 48)
@@ -167,6 +167,6 @@ def test_worker_config_pickles():
 def test_worker_config_defaults():
     config = WorkerConfig(index=0, env_ids=(0,), games=(("pong", AtariOptions()),),
                           layout=Layout(1, (4, 84, 84)), same_step=False, resets=())
-    assert (config.restarted, config.cpu, config.block) == (False, None, None)
+    assert (config.restarted, config.cpu, config.memory) == (False, None, None)
     assert (config.prereset, config.ale_actions, config.emulate) == (False, False, True)
     assert pickle.loads(pickle.dumps(config)) == config

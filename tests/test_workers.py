@@ -166,7 +166,7 @@ def test_timeout_is_validated():
 @linux_only
 def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(tmp_path):
     """Ctrl-C: the trainer closes its workers; SIGKILL and SIGTERM (no cleanup in the trainer):
-    the workers see their pipes close and exit within 1 s. The shared block is an unnamed memfd
+    the workers see their pipes close and exit within 1 s. The shared memory is an unnamed memfd
     (nothing in /dev/shm), which the kernel frees with the last process holding it."""
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""

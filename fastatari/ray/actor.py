@@ -1,4 +1,4 @@
-"""One Ray actor: a local executor (worker processes and their shared block) on its node.
+"""One Ray actor: a local executor (worker processes and their shared memory) on its node.
 
 The driver's :class:`~fastatari.ray.executor.RayExecutor` calls it with the envs' ops and
 actions and gets back the replies and the rows of the results they wrote; the driver's

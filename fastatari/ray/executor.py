@@ -2,7 +2,7 @@
 on its node (:class:`~fastatari.ray.actor.EnvActor`).
 
 The driver keeps a copy of every result column (:attr:`RayExecutor.buffers`, the same layout
-as the local executor's shared block): each call's answer brings the rows it wrote, so the
+as the local executor's shared memory): each call's answer brings the rows it wrote, so the
 vector env above reads its results exactly as it reads the local workers'.
 
 Faults. Actors are created with Ray's ``max_restarts=-1`` and ``max_task_retries=0``: Ray

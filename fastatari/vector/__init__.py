@@ -5,7 +5,7 @@ The submodules, from the API down: ``env`` (:class:`AtariVectorEnv`: gymnasium's
 ``executor`` (what runs the envs, and the rules every runner shares), then the local
 executor: ``pool`` (worker processes, replies, restarts), ``protocol`` (the messages),
 ``launch`` (how a worker process starts), ``worker`` (the worker's loop), ``buffers`` (the
-shared block), ``lineup`` (games, options, which worker runs which env), ``placement`` (cores
+shared memory), ``lineup`` (games, options, which worker runs which env), ``placement`` (cores
 and pinning). Importing this package imports none of them until a name below is used, so a
 worker process never loads the trainer-side modules.
 """

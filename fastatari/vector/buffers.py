@@ -1,7 +1,7 @@
-"""One shared-memory block holding every per-env array the workers write and the trainer reads.
+"""One shared-memory region holding every per-env array the workers write and the trainer reads.
 
 The columns come from :mod:`fastatari.schema` (plus the observations and a few control words),
-so a new info field needs no edit here. The block has no name in the file system where the
+so a new info field needs no edit here. The memory has no name in the file system where the
 platform allows it (Linux ``memfd_create``; elsewhere on POSIX a temporary file unlinked at
 once): it is passed to the workers as a file descriptor and disappears with the last process
 that maps it, so a killed trainer cannot leak it.
@@ -21,7 +21,7 @@ import numpy as np
 
 from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 
-__all__ = ["Layout", "SharedBlock", "SharedBuffers"]
+__all__ = ["Layout", "SharedMemory", "SharedBuffers"]
 
 ColumnSpec = Tuple[str, Tuple[int, ...]]  # (dtype, per-env shape)
 
@@ -47,7 +47,7 @@ def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
 
 @dataclass(frozen=True)
 class Layout:
-    """Where each column lives in the block: picklable, so workers map the same views."""
+    """Where each column lives in the shared memory: picklable, so workers map the same views."""
 
     num_envs: int
     obs_shape: Tuple[int, ...]
@@ -72,10 +72,10 @@ class Layout:
 Handle = Union[int, str]  # a file descriptor (POSIX) or a mapping name (Windows)
 
 
-class SharedBlock:
+class SharedMemory:
     """A shared-memory segment of ``size`` bytes that cannot outlive the processes mapping it.
 
-    ``SharedBlock(size)`` creates it; ``SharedBlock(size, handle)`` maps one created elsewhere
+    ``SharedMemory(size)`` creates it; ``SharedMemory(size, handle)`` maps one created elsewhere
     (:attr:`handle`: a file descriptor to pass to a child process, or on Windows the mapping's
     name, which Windows frees with its last handle).
     """
@@ -116,7 +116,7 @@ def _anonymous_file(size: int) -> int:
 
 
 class SharedBuffers:
-    """Typed numpy views over a :class:`SharedBlock`, one per column of the :class:`Layout`.
+    """Typed numpy views over a :class:`SharedMemory`, one per column of the :class:`Layout`.
 
     Info columns are in :attr:`info` (and, for same-step autoreset, :attr:`final_info`) by
     :data:`fastatari.schema.INFO_FIELDS` name; episode statistics by
@@ -138,10 +138,10 @@ class SharedBuffers:
 
     def __init__(self, layout: Layout, handle: Optional[Handle] = None) -> None:
         self.layout = layout
-        self.block = SharedBlock(layout.nbytes, handle)
+        self.memory = SharedMemory(layout.nbytes, handle)
         # frombuffer (not ndarray(buffer=...)) exports the mmap's buffer, so the mmap refuses to
         # unmap while a view lives (BufferError) instead of leaving the view dangling.
-        views = {name: np.frombuffer(self.block.mmap, dtype, int(np.prod(shape)),
+        views = {name: np.frombuffer(self.memory.mmap, dtype, int(np.prod(shape)),
                                      offset).reshape(shape)
                  for name, (offset, dtype, shape) in layout.offsets().items()}
         self.obs = views["obs"]
@@ -168,14 +168,14 @@ class SharedBuffers:
                 if finals or not name.startswith("final_")}
 
     def put_rows(self, ids: np.ndarray, rows: Dict[str, np.ndarray]) -> None:
-        """Write :meth:`rows` of another block into the rows ``ids`` of this one."""
+        """Write :meth:`rows` of another buffer set into the rows ``ids`` of this one."""
         for name, values in rows.items():
             self._results[name][ids] = values
 
     @property
     def handle(self) -> Handle:
-        """What a worker needs to map the same block (see :class:`SharedBlock`)."""
-        return self.block.handle
+        """What a worker needs to map the same memory (see :class:`SharedMemory`)."""
+        return self.memory.handle
 
     def close(self) -> None:
         """Drop the views and unmap. If the caller still holds views (``copy=False``), the
@@ -187,8 +187,8 @@ class SharedBuffers:
                      "game_done", "has_final", "info", "final_info", "game", "_results"):
             delattr(self, name)
         try:
-            self.block.close()
+            self.memory.close()
         except BufferError:
-            if self.block.fd is not None:
-                os.close(self.block.fd)
-                self.block.fd = None
+            if self.memory.fd is not None:
+                os.close(self.memory.fd)
+                self.memory.fd = None

@@ -5,7 +5,7 @@ child: a script without ``if __name__ == "__main__":`` dies, and one that import
 its top level loads torch in every worker. So a worker here is a fresh interpreter that runs
 :func:`fastatari.vector.worker.main` and nothing else (``python -c``, with the trainer's
 ``sys.path``): no fork, so threads in the trainer are harmless, and the same on Linux and
-macOS. Its end of a socket pair and the shared block's descriptor are inherited (``pass_fds``);
+macOS. Its end of a socket pair and the shared memory's descriptor are inherited (``pass_fds``);
 it learns the rest from the first message (``protocol.WorkerConfig``).
 
 A fresh interpreter imports numpy and ale_py in ~0.25 s of one core; the workers start in
@@ -103,8 +103,8 @@ class WorkerProcess:
             self._stderr = None
 
 
-def launch(block: Handle, name: str) -> WorkerProcess:
-    """Start a worker process; ``block`` is the shared block's handle it inherits."""
+def launch(memory: Handle, name: str) -> WorkerProcess:
+    """Start a worker process; ``memory`` is the shared memory's handle it inherits."""
     if sys.platform == "win32":
         return _launch_spawn(name)
     parent, child = mp.Pipe()
@@ -112,7 +112,7 @@ def launch(block: Handle, name: str) -> WorkerProcess:
     try:
         process = subprocess.Popen(
             [_python(), "-c", _BOOT, str(child.fileno()), json.dumps(sys.path)],
-            pass_fds=(child.fileno(), int(block)), stdin=subprocess.DEVNULL, stderr=stderr)
+            pass_fds=(child.fileno(), int(memory)), stdin=subprocess.DEVNULL, stderr=stderr)
     except BaseException:
         parent.close()
         stderr.close()

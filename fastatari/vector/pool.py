@@ -1,4 +1,4 @@
-"""The local executor: the worker processes of one vector env, its shared block, restarts.
+"""The local executor: the worker processes of one vector env, its shared memory, restarts.
 
 The pool knows processes, pipes and the protocol; it does not know episodes. It waits on the
 workers' pipes only: a worker that dies closes its end, so its death is seen at once, as the
@@ -79,7 +79,7 @@ class _Resources:
 class WorkerPool(Executor):
     """The envs of ``plan`` on ``plan.config.num_workers`` worker processes: worker ``k`` owns
     the envs ``blocks[k]`` (by :func:`~fastatari.vector.lineup.assign_workers`), which it
-    steps in that order, and writes their results into the shared block :attr:`buffers`.
+    steps in that order, and writes their results into the shared memory :attr:`buffers`.
 
     ``emulate=False`` starts workers that skip the emulator and the preprocessing (a step
     writes its reward only): the transport alone, for the benchmarks.
@@ -99,7 +99,7 @@ class WorkerPool(Executor):
         self._config = WorkerConfig(
             index=-1, env_ids=(), games=plan.lineup.env_games(), layout=plan.layout,
             same_step=config.same_step, prereset=config.next_step,
-            ale_actions=plan.ale_actions, resets=(), emulate=emulate, block=buffers.handle)
+            ale_actions=plan.ale_actions, resets=(), emulate=emulate, memory=buffers.handle)
         self._res = _Resources(buffers)
         self._finalizer = weakref.finalize(self, self._res.release)
         self._names = [f"worker {k}" for k in range(self.num_workers)]
@@ -153,7 +153,7 @@ class WorkerPool(Executor):
         return not self._finalizer.alive
 
     def close(self) -> None:
-        """Stop the workers and free the shared block. Safe to call more than once."""
+        """Stop the workers and free the shared memory. Safe to call more than once."""
         self._finalizer()
 
     # -- commands -----------------------------------------------------------------------------

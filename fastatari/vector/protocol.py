@@ -96,7 +96,7 @@ class WorkerConfig:
     restarted: bool = False  # the resets replace games lost with a dead worker
     cpu: Optional[int] = None  # pin the process to this CPU before touching memory
     emulate: bool = True  # False: a step only writes its reward (the transport's benchmark)
-    block: Optional[Handle] = field(default=None)  # the shared block, where not inherited
+    memory: Optional[Handle] = field(default=None)  # the shared memory, where not inherited
 
 
 # -- commands ------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 A worker is started from fastatari's own entry point (:func:`main`, see ``launch``): it never
 imports the trainer's ``__main__``, and it imports only numpy, ale_py and fastatari's game
 layer. Observations never travel through the pipe: each game writes its stack straight into its
-slot of the shared block, and the worker writes every other result column there too (the
+slot of the shared memory, and the worker writes every other result column there too (the
 columns come from :mod:`fastatari.schema`). Messages are those of :mod:`.protocol`.
 
 After each write to a worker's pipe the trainer bumps that worker's ``wake`` word in shared
@@ -226,7 +226,7 @@ def serve(conn: Connection) -> None:
         if config.cpu is not None:
             # Before the first touch of shared memory, so its pages land on this CPU's node.
             os.sched_setaffinity(0, {config.cpu})
-        buffers = SharedBuffers(config.layout, config.block)
+        buffers = SharedBuffers(config.layout, config.memory)
         worker = Worker(buffers, config)
         worker.reset(config.resets, restarted=config.restarted)
         conn.send_bytes(protocol.encode_ready())
