@@ -65,11 +65,13 @@ def _opened(env: Any, num_envs: int, num_actions: int, reset: Callable[[], Any],
 
 
 def open_fastatari(config: BenchConfig, num_envs: int, num_workers: int | None = None,
-                   batch_size: int | None = None) -> Opened:
-    from fastatari.vector import make_vec
+                   batch_size: int | None = None, env_class: type | None = None) -> Opened:
+    """fastatari's vector env (``env_class``: a subclass, e.g. over another executor)."""
+    from fastatari.vector import AtariVectorEnv
 
-    env = make_vec(config.game, num_envs, num_workers=num_workers, batch_size=batch_size,
-                   repeat_action_probability=0.0, timeout=TIMEOUT)
+    env = (env_class or AtariVectorEnv)(config.game, num_envs, num_workers=num_workers,
+                                        batch_size=batch_size, repeat_action_probability=0.0,
+                                        timeout=TIMEOUT)
     return _opened(env, num_envs, int(env.single_action_space.n),
                    lambda: env.reset(seed=config.seed), env.step, env.close)
 

@@ -1,17 +1,15 @@
 """The ``transport`` section: what the vector env's transport alone costs the trainer.
 
 **Workers that do not emulate.** For each ``num_workers`` in ``TRANSPORT_WORKERS`` (with
-``ENVS_PER_WORKER`` envs each) a ``make_vec`` env is stepped synchronously, and the trainer's
-wall time per ``step`` is all transport: writing the actions, one command per worker through its
+``ENVS_PER_WORKER`` envs each) a vector env is stepped synchronously, and the trainer's wall
+time per ``step`` is all transport: writing the actions, one command per worker through its
 pipe and ``wake`` word, the worker waking, decoding and answering, the trainer collecting the
 replies and reading the result columns (observations copied out, as ``copy=True`` does). The
-library is not changed for this: while the section runs (and only in this process, restored
-after), :data:`fastatari.vector.launch._BOOT`, the ``python -c`` program a worker starts with,
-is replaced by the same program with one statement inserted before its final ``main(...)``
-call: ``Worker._step_one``, which runs one env's op, becomes a function that sets that env's
-reward to 0 and returns. Everything else in the worker is the real one: its start, its
-games' first reset, its command loop and its waits. The first round checks that the
-observations did not change, i.e. that no worker emulated.
+env is :class:`TransportOnly`: the vector env over ``WorkerPool(plan, emulate=False)``, whose
+workers run one env's op by writing its reward (the worker's own switch, nothing patched).
+Everything else in the worker is the real one: its start, its games' first reset, its command
+loop and its waits. The first round checks that the observations did not change, i.e. that no
+worker emulated.
 
 **The emulation ceiling per core** is measured in the same rounds: ``e``, one agent step
 (``FRAME_SKIP`` bare ``ale.act`` calls) of one env on one core, in this process.
@@ -35,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -53,19 +51,19 @@ from fastatari.bench.harness import (
 )
 from fastatari.bench.load import LoadWatch, load_line
 from fastatari.bench.systems import open_fastatari
+from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.executor import Executor
+from fastatari.vector.executor import Plan as VectorPlan
 from fastatari.vector.placement import usable_cores
+from fastatari.vector.pool import WorkerPool
 
-__all__ = ["SECTION", "TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",
-           "markdown_transport", "no_emulation_boot", "no_emulation_workers", "run_transport",
-           "transport_units"]
+__all__ = ["SECTION", "TRANSPORT_WORKERS", "TransportFit", "TransportOnly", "TransportReport",
+           "TransportResult", "markdown_transport", "run_transport", "transport_units"]
 
 TRANSPORT_WORKERS = (1, 2, 4, 8, 16, 32)
 ENVS_PER_WORKER = 2
 MODEL_CORES = (16, 64)
 # Inserted into the worker's boot program before its ``main(...)`` call.
-STEP_NOTHING = ("from fastatari.vector.worker import Worker; "
-                "Worker._step_one = lambda self, i, op: self.buffers.reward.__setitem__(i, 0.0)")
-
 
 @dataclass
 class TransportResult:
@@ -100,27 +98,12 @@ class TransportReport:
     worker_restarts: int = 0
 
 
-def no_emulation_boot(boot: str) -> str:
-    """``boot`` (the worker's ``python -c`` program) with :data:`STEP_NOTHING` inserted before
-    its final statement, which must be the ``main(...)`` call."""
-    head, sep, call = boot.rpartition("; ")
-    if not sep or not call.startswith("main("):
-        raise RuntimeError("fastatari.vector.launch._BOOT no longer ends with '; main(...)': "
-                           f"update the transport section's boot ({boot!r})")
-    return f"{head}; {STEP_NOTHING}; {call}"
+class TransportOnly(AtariVectorEnv):
+    """The vector env over workers that do not emulate (``WorkerPool(emulate=False)``): a
+    step runs every command, reply and wait of the real one and writes each env's reward."""
 
-
-@contextlib.contextmanager
-def no_emulation_workers() -> Iterator[None]:
-    """Workers launched inside run no emulation (in this process only; restored after)."""
-    from fastatari.vector import launch
-
-    real = launch._BOOT
-    launch._BOOT = no_emulation_boot(real)
-    try:
-        yield
-    finally:
-        launch._BOOT = real
+    def _make_executor(self, plan: VectorPlan) -> Executor:
+        return WorkerPool(plan, emulate=False)
 
 
 def steps_per_round(config: BenchConfig) -> int:
@@ -138,10 +121,10 @@ def name_of(num_workers: int) -> str:
 
 
 def transport_contender(config: BenchConfig, num_workers: int) -> tuple[Contender, Any]:
-    """A no-emulation env of ``num_workers`` workers (launch inside
-    :func:`no_emulation_workers`), reset, and the contender that steps it; and the env."""
+    """A no-emulation env of ``num_workers`` workers (:class:`TransportOnly`), reset, and
+    the contender that steps it; and the env."""
     num_envs = ENVS_PER_WORKER * num_workers
-    opened = open_fastatari(config, num_envs, num_workers=num_workers)
+    opened = open_fastatari(config, num_envs, num_workers=num_workers, env_class=TransportOnly)
     env = opened.env
     calls = steps_per_round(config)
     rows = draw_vector_actions(config, opened.num_actions, (calls, num_envs))
@@ -153,8 +136,7 @@ def transport_contender(config: BenchConfig, num_workers: int) -> tuple[Contende
         for actions in rows[round_index]:
             obs = env.step(actions)[0]
         if round_index == 0 and not np.array_equal(obs, first_obs):
-            raise RuntimeError("the observations changed: the workers emulated, so the "
-                               "no-emulation boot did not take effect")
+            raise RuntimeError("the observations changed: the workers emulated")
 
     contender = Contender("transport", name_of(num_workers), calls, run,
                           note=f"{num_envs} envs, sync step", close=opened.close)
@@ -165,7 +147,7 @@ def run_transport(config: BenchConfig, bar: Progress | None) -> TransportReport:
     """Time every worker count and the one-core emulation loop round-robin; fit and model."""
     contenders = [one_core_ceiling("transport", config, steps_per_round(config))]
     envs = []
-    with no_emulation_workers(), contextlib.ExitStack() as closing:
+    with contextlib.ExitStack() as closing:
         for num_workers in TRANSPORT_WORKERS:
             contender, env = transport_contender(config, num_workers)
             closing.callback(contender.close)
@@ -234,8 +216,8 @@ def markdown_transport(report: TransportReport, config: dict[str, Any]) -> str:
     return "\n\n".join([
         "### Transport (workers that do not emulate)",
         f"Sync `step` of {k} envs per worker, {report.steps_per_round:,} steps per round; the "
-        "workers run fastatari's real boot, command loop and waits, with `Worker._step_one` "
-        "replaced (in the worker only) by one that sets the reward to 0, so the trainer's wall "
+        "workers run fastatari's real boot, command loop and waits, and do not emulate "
+        "(`WorkerPool(emulate=False)`: a step writes the env's reward), so the trainer's wall "
         "time per step is the transport's cost T(W). Medians over rounds, round-robin with a "
         f"bare 4× `ale.act` loop on one core: e = {e:,.0f} µs per env step.",
         table,
