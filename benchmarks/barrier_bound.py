@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from fastatari.bench.harness import bare_loop
-from fastatari.game import AtariGame
+from fastatari.core.game import AtariGame
 from fastatari.vector.lineup import assign_workers, make_lineup
 
 

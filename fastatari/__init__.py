@@ -30,7 +30,7 @@ from fastatari.registration import register_envs as _register_envs
 if TYPE_CHECKING:
     from fastatari import kernels, suites
     from fastatari.env import AtariEnv, AtariPreprocessing
-    from fastatari.options import AtariOptions
+    from fastatari.core.options import AtariOptions
     from fastatari.vector import AtariVectorEnv, make_vec
 
 __version__ = "0.1.0"
@@ -40,7 +40,7 @@ __all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "
 
 # public name -> the module that defines it
 _LAZY = {"AtariEnv": "fastatari.env", "AtariPreprocessing": "fastatari.env",
-         "AtariOptions": "fastatari.options", "AtariVectorEnv": "fastatari.vector",
+         "AtariOptions": "fastatari.core.options", "AtariVectorEnv": "fastatari.vector",
          "make_vec": "fastatari.vector", "kernels": "fastatari.kernels",
          "suites": "fastatari.suites"}
 

@@ -278,7 +278,7 @@ def optional_bar(total: int):
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from fastatari.games import game_ids
+    from fastatari.core.games import game_ids
 
     print("\n".join(game_ids()))
     return 0

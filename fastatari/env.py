@@ -9,9 +9,9 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from fastatari.game import AtariGame, FramePipeline, action_index
-from fastatari.options import AtariOptions
-from fastatari.palette import palette_for
+from fastatari.core.game import AtariGame, FramePipeline, action_index
+from fastatari.core.options import AtariOptions
+from fastatari.core.palette import palette_for
 
 __all__ = ["AtariEnv", "AtariPreprocessing"]
 
@@ -48,7 +48,7 @@ class AtariEnv(gymnasium.Env):
     -----
     Observations are fresh uint8 arrays: ``(k, H, W)`` gray or ``(k, H, W, 3)`` RGB; with
     ``channels_last``, ``(H, W, k)`` or ``(H, W, 3k)``. ``info`` always holds ``lives``,
-    ``episode_frame_number`` and ``frame_number``; see :class:`fastatari.game.AtariGame` for
+    ``episode_frame_number`` and ``frame_number``; see :class:`fastatari.core.game.AtariGame` for
     the extras (``raw_reward``, ``game_over``, ``episode``) and their exact semantics.
     """
 

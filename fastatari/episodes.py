@@ -16,7 +16,7 @@ from typing import Any, Deque, Dict, Optional, Tuple
 import gymnasium
 import numpy as np
 
-from fastatari.schema import GAME_KEY
+from fastatari.core.schema import GAME_KEY
 
 __all__ = ["EpisodeRecorder"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gymnasium
 
-from fastatari.games import camel_name, game_ids
+from fastatari.core.games import camel_name, game_ids
 
 __all__ = ["register_envs"]
 

@@ -48,7 +48,7 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 
 from gymnasium.vector import AutoresetMode
 
-from fastatari.schema import GAME_KEY, INFO_FIELDS, STATE_FIELDS
+from fastatari.core.schema import GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import AtariVectorEnv
 
 __all__ = ["SB3AtariVecEnv", "make_vec_env"]

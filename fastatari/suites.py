@@ -1,6 +1,6 @@
 """Named lists of games for multi-task Atari: ``make_vec(suites.ATARI_57, 57, ...)``.
 
-Each list holds ale-py ROM ids (:func:`fastatari.games.game_ids` spells them).
+Each list holds ale-py ROM ids (:func:`fastatari.core.games.game_ids` spells them).
 """
 from __future__ import annotations
 

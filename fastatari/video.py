@@ -23,7 +23,7 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from fastatari.options import AtariOptions
+from fastatari.core.options import AtariOptions
 
 __all__ = ["VIDEO_FORMATS", "VectorVideoRecorder", "VideoWriter", "observation_frames",
            "side_by_side"]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from _processes import linux_only
-from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
+from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 from fastatari.vector.buffers import Layout, SharedMemory, SharedBuffers
 
 OBS_SHAPES = [(4, 84, 84), (84, 84, 4), (1, 7, 5), (4, 84, 84, 3), (210, 160, 12), (3,)]

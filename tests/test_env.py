@@ -14,8 +14,8 @@ import ale_py  # noqa: E402
 
 import fastatari  # noqa: E402
 from fastatari import AtariEnv, AtariOptions  # noqa: E402
-from fastatari.game import AtariGame  # noqa: E402
-from fastatari.games import UNLOADABLE, game_ids, resolve_game  # noqa: E402
+from fastatari.core.game import AtariGame  # noqa: E402
+from fastatari.core.games import UNLOADABLE, game_ids, resolve_game  # noqa: E402
 
 gymnasium.register_envs(ale_py)
 
@@ -278,7 +278,7 @@ def test_worker_imports_only_what_it_runs(tmp_path):
                    "fastatari.envpool", "fastatari.sb3", "fastatari.bench", "fastatari.episodes",
                    "cv2", "torch"):
         assert module not in loaded, f"a worker imports {module}"
-    for module in ("numpy", "ale_py", "fastatari.game", "fastatari._kernels"):
+    for module in ("numpy", "ale_py", "fastatari.core.game", "fastatari._kernels"):
         assert module in loaded
 
 
@@ -539,7 +539,7 @@ def test_gymnasium_env_checker():
 
 def test_game_built_with_a_seed_equals_a_reseeded_game():
     """AtariGame(seed=s) skips the ROM reload of a first reset(seed=s): same observations."""
-    from fastatari.game import AtariGame
+    from fastatari.core.game import AtariGame
 
     fresh = AtariGame("breakout", seed=3)
     reloaded = AtariGame("breakout")

@@ -17,8 +17,8 @@ from gymnasium.wrappers import AtariPreprocessing as GymAtariPreprocessing  # no
 from gymnasium.wrappers import FrameStackObservation  # noqa: E402
 
 import fastatari  # noqa: E402
-from fastatari.games import camel_name  # noqa: E402
-from fastatari.game import make_np_random  # noqa: E402
+from fastatari.core.games import camel_name  # noqa: E402
+from fastatari.core.game import make_np_random  # noqa: E402
 
 gymnasium.register_envs(ale_py)
 
@@ -279,8 +279,8 @@ def test_frame_pipeline_matches_gymnasium_buffers(frame_skip, grayscale, channel
     gymnasium's two in-place buffers + cv2.resize + stacking."""
     import cv2
 
-    from fastatari.game import FramePipeline
-    from fastatari.palette import Palette
+    from fastatari.core.game import FramePipeline
+    from fastatari.core.palette import Palette
 
     rng = np.random.default_rng(frame_skip)
     ale = ScriptedALE(rng)

@@ -8,7 +8,7 @@ import pytest
 
 import fastatari
 from fastatari import AtariEnv, make_vec
-from fastatari.games import game_ids
+from fastatari.core.games import game_ids
 from fastatari.vector.lineup import assign_workers, game_costs, make_lineup
 
 KW = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400,

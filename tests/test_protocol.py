@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from fastatari.options import AtariOptions
+from fastatari.core.options import AtariOptions
 from fastatari.vector import protocol
 from fastatari.vector.buffers import Layout
 from fastatari.vector.protocol import Command, Op, Reply, ReplyKind, WorkerConfig

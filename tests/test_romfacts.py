@@ -9,10 +9,11 @@ import ale_py
 import pytest
 from ale_py import roms
 
-from fastatari import make_vec, romfacts
-from fastatari.game import ALE_ACTIONS
-from fastatari.games import game_ids
-from fastatari.romfacts import known_facts, loaded_facts, read_facts
+from fastatari import make_vec
+from fastatari.core import romfacts
+from fastatari.core.game import ALE_ACTIONS
+from fastatari.core.games import game_ids
+from fastatari.core.romfacts import known_facts, loaded_facts, read_facts
 
 KW = dict(repeat_action_probability=0.0, full_action_space=True)
 

@@ -1,5 +1,5 @@
-"""fastatari.schema: the info keys per option combination, the shared-memory columns derived from
-the tables, and the keys a real game reports."""
+"""fastatari.core.schema: the info keys per option combination, the shared-memory columns
+derived from the tables, and the keys a real game reports."""
 from __future__ import annotations
 
 import itertools
@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from fastatari.options import AtariOptions
-from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS, When, info_fields
+from fastatari.core.options import AtariOptions
+from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS, When, info_fields
 from fastatari.vector.buffers import Layout
 
 ALWAYS = ("lives", "episode_frame_number", "frame_number")

@@ -1,4 +1,4 @@
-"""fastatari.validate (and vector.placement.resolve_cpus): each checker's accepted and refused
+"""fastatari.core.validate (and vector.placement.resolve_cpus): each checker's accepted and refused
 values, with the exception type the module documents and a message naming the argument."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from fastatari import validate
-from fastatari.validate import (check_actions, check_bool, check_env_ids, check_int,
+from fastatari.core import validate
+from fastatari.core.validate import (check_actions, check_bool, check_env_ids, check_int,
                                 check_probability, check_seed, check_seeds, check_timeout, is_int)
 from fastatari.vector.placement import resolve_cpus, usable_cores
 

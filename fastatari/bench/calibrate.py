@@ -3,7 +3,7 @@
 ``python -m fastatari.bench.calibrate [--steps N] [--out PATH]`` plays every loadable ROM with
 random actions (frame skip 4, full action space, sticky actions off), in rounds that go
 round-robin over the games, and writes microseconds per agent step, the median of the rounds,
-to ``fastatari/game_costs.json`` (what
+to ``fastatari/vector/game_costs.json`` (what
 :func:`fastatari.vector.lineup.game_costs` reads). Only the ratios between games are used, so
 a table measured on one machine serves others.
 """
@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from fastatari.game import AtariGame
-from fastatari.games import game_ids
-from fastatari.options import AtariOptions
+from fastatari.core.game import AtariGame
+from fastatari.core.games import game_ids
+from fastatari.core.options import AtariOptions
 from fastatari.vector.lineup import COSTS_FILE
 
 

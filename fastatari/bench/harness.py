@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from fastatari.games import resolve_game
+from fastatari.core.games import resolve_game
 
 FRAME_SKIP = 4
 MAX_FRAMES_PER_EPISODE = 108_000  # the v5 default, so the ceiling truncates like the envs do

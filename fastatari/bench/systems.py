@@ -17,7 +17,7 @@ import numpy as np
 
 from fastatari.bench.fresh import gymnasium_reference_env
 from fastatari.bench.harness import FRAME_SKIP, TIMEOUT, BenchConfig
-from fastatari.games import camel_name, resolve_game
+from fastatari.core.games import camel_name, resolve_game
 
 # --- One env -------------------------------------------------------------------------------------
 

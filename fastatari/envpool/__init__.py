@@ -46,14 +46,14 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari import validate
+from fastatari.core import validate
 from fastatari.envpool.base import EnvPoolMixin
 from fastatari.envpool.gym_api import gym_env_class
 from fastatari.envpool.gymnasium_api import EnvPoolAtari
 from fastatari.envpool.spec import Config, EnvPoolSpec
-from fastatari.game import action_names
-from fastatari.games import resolve_game
-from fastatari.options import MAX_SIDE
+from fastatari.core.game import action_names
+from fastatari.core.games import resolve_game
+from fastatari.core.options import MAX_SIDE
 from fastatari.vector import make_vec
 
 __all__ = ["Config", "EnvPoolAtari", "EnvPoolSpec", "make"]
@@ -80,7 +80,7 @@ def make(task_id: str | Sequence[str], env_type: str = "gymnasium", num_envs: in
     Parameters
     ----------
     task_id : str or sequence of str
-        ``"Breakout-v5"`` (any name :func:`fastatari.games.resolve_game` accepts), or one name
+        ``"Breakout-v5"`` (any name :func:`fastatari.core.games.resolve_game` accepts), or one name
         per env (``num_envs`` of them, a fastatari extension): env ``i`` plays ``task_id[i]``
         (games whose action sets differ need ``full_action_space=True``; see
         :func:`fastatari.make_vec`). ``env.games`` lists the ROM of each env.

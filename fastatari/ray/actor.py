@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari import validate
+from fastatari.core import validate
 from fastatari.ray.infos import stack
 from fastatari.vector.config import VectorConfig
 from fastatari.vector.contract import State

@@ -8,7 +8,7 @@ import numpy as np
 import ray
 from gymnasium.vector import AutoresetMode
 
-from fastatari import validate
+from fastatari.core import validate
 from fastatari.ray.executor import PLACEMENTS, RayExecutor, Recovered
 from fastatari.ray.infos import concat
 from fastatari.vector.config import VectorConfig, split_keywords

@@ -93,7 +93,7 @@ class RayExecutor(Executor):
     def __init__(self, plan: Plan, keywords: Dict[str, Any], num_actors: Optional[int],
                  placement: Any, actor_options: Dict[str, Any],
                  actor_timeout: Optional[float]) -> None:
-        from fastatari import validate
+        from fastatari.core import validate
 
         config = plan.config
         self.buffers = SharedBuffers(plan.layout)

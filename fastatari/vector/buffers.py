@@ -1,6 +1,6 @@
 """One shared-memory region holding every per-env array the workers write and the trainer reads.
 
-The columns come from :mod:`fastatari.schema` (plus the observations and a few control words),
+The columns come from :mod:`fastatari.core.schema` (plus the observations and a few control words),
 so a new info field needs no edit here. The memory has no name in the file system where the
 platform allows it (Linux ``memfd_create``; elsewhere on POSIX a temporary file unlinked at
 once): it is passed to the workers as a file descriptor and disappears with the last process
@@ -19,7 +19,7 @@ from typing import Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from fastatari.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
+from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 
 __all__ = ["Layout", "SharedMemory", "SharedBuffers"]
 
@@ -119,8 +119,8 @@ class SharedBuffers:
     """Typed numpy views over a :class:`SharedMemory`, one per column of the :class:`Layout`.
 
     Info columns are in :attr:`info` (and, for same-step autoreset, :attr:`final_info`) by
-    :data:`fastatari.schema.INFO_FIELDS` name; episode statistics by
-    :data:`fastatari.schema.GAME_FIELDS` name (in :attr:`game`).
+    :data:`fastatari.core.schema.INFO_FIELDS` name; episode statistics by
+    :data:`fastatari.core.schema.GAME_FIELDS` name (in :attr:`game`).
     """
 
     obs: np.ndarray

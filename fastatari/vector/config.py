@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from gymnasium.vector import AutoresetMode
 
-from fastatari import validate
+from fastatari.core import validate
 from fastatari.vector.contract import autoreset_mode as autoreset_mode_of
 from fastatari.vector.placement import resolve_cpus, usable_cores
 

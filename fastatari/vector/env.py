@@ -4,7 +4,7 @@ The env keeps gymnasium's contract: argument checks, the call order (an explicit
 autoreset bookkeeping, gymnasium's batched ``info`` and the report of a restart. What runs the
 envs is an :class:`~.executor.Executor`: the local worker processes
 (:class:`~.pool.WorkerPool`, the default) or Ray actors (``fastatari.ray``); either leaves
-every result in the columns of its buffers (:mod:`fastatari.schema`), which the env reads.
+every result in the columns of its buffers (:mod:`fastatari.core.schema`), which the env reads.
 
 Per env it keeps four things: its phase (idle, stepping in a worker, or answered and waiting
 for :meth:`AtariVectorEnv.recv`), the queue of answered envs in answer order, whether its next
@@ -23,10 +23,10 @@ from gymnasium import spaces
 from gymnasium.error import AlreadyPendingCallError
 from gymnasium.vector.utils import batch_space
 
-from fastatari import validate
-from fastatari.game import ALE_ACTIONS
-from fastatari.romfacts import loaded_facts
-from fastatari.schema import GAME_FIELDS, GAME_KEY, info_fields
+from fastatari.core import validate
+from fastatari.core.game import ALE_ACTIONS
+from fastatari.core.romfacts import loaded_facts
+from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
 from fastatari.vector.buffers import Layout
 from fastatari.vector.config import VectorConfig, split_keywords
@@ -393,7 +393,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
     def _batched(self, columns: Dict[str, np.ndarray], sel: Any,
                  mask: np.ndarray) -> Dict[str, Any]:
         """The info fields of ``columns`` (live or final) and, where a game ended, its
-        statistics under :data:`~fastatari.schema.GAME_KEY`."""
+        statistics under :data:`~fastatari.core.schema.GAME_KEY`."""
         buf = self._buf
         info: Dict[str, Any] = {}
         for field in self._info_fields:

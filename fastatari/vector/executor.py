@@ -23,7 +23,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari.options import AtariOptions
+from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Layout, SharedBuffers
 from fastatari.vector.config import VectorConfig
 from fastatari.vector.lineup import Lineup

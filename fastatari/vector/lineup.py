@@ -19,14 +19,14 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
-from fastatari.games import resolve_game
-from fastatari.options import AtariOptions
+from fastatari.core.games import resolve_game
+from fastatari.core.options import AtariOptions
 
 __all__ = ["Lineup", "assign_workers", "game_costs", "make_lineup"]
 
 #: Options that may differ between games, given as a mapping ``{game: value}``.
 PER_GAME_OPTIONS = ("mode", "difficulty")
-COSTS_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "game_costs.json")
+COSTS_FILE = os.path.join(os.path.dirname(__file__), "game_costs.json")
 
 
 @dataclass(frozen=True)

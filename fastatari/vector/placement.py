@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, List, Optional
 
-from fastatari.validate import is_int
+from fastatari.core.validate import is_int
 
 __all__ = ["resolve_cpus", "usable_cores"]
 

@@ -30,7 +30,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
-from fastatari.options import AtariOptions
+from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
 
 __all__ = ["Command", "Op", "Reply", "ReplyKind", "WorkerConfig", "decode_reply",

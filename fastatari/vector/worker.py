@@ -4,7 +4,7 @@ A worker is started from fastatari's own entry point (:func:`main`, see ``launch
 imports the trainer's ``__main__``, and it imports only numpy, ale_py and fastatari's game
 layer. Observations never travel through the pipe: each game writes its stack straight into its
 slot of the shared memory, and the worker writes every other result column there too (the
-columns come from :mod:`fastatari.schema`). Messages are those of :mod:`.protocol`.
+columns come from :mod:`fastatari.core.schema`). Messages are those of :mod:`.protocol`.
 
 After each write to a worker's pipe the trainer bumps that worker's ``wake`` word in shared
 memory. A worker that has just answered watches the word for a moment before it sleeps in
@@ -24,8 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from fastatari.game import ALE_ACTIONS, AtariGame
-from fastatari.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
+from fastatari.core.game import ALE_ACTIONS, AtariGame
+from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import protocol
 from fastatari.vector._wait import wait_change
 from fastatari.vector.buffers import SharedBuffers

@@ -65,7 +65,7 @@ from fastatari.bench.systems import (
     open_fastatari,
     open_gymnasium_async,
 )
-from fastatari.games import resolve_game
+from fastatari.core.games import resolve_game
 from fastatari.vector.placement import usable_cores
 
 VECTOR_ENVS = 8

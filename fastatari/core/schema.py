@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Tuple
 
 if TYPE_CHECKING:
-    from fastatari.options import AtariOptions
+    from fastatari.core.options import AtariOptions
 
 __all__ = ["GAME_FIELDS", "GAME_KEY", "INFO_FIELDS", "RAM_SIZE", "STATE_FIELDS", "STEP_FIELDS",
            "Field", "When", "info_fields"]

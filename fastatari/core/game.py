@@ -23,11 +23,11 @@ import ale_py
 from ale_py import roms
 
 from fastatari import kernels
-from fastatari.games import resolve_game
-from fastatari.options import AtariOptions
-from fastatari.palette import Palette, palette_for
-from fastatari.romfacts import RomFacts, loaded_facts, read_facts
-from fastatari.schema import GAME_KEY
+from fastatari.core.games import resolve_game
+from fastatari.core.options import AtariOptions
+from fastatari.core.palette import Palette, palette_for
+from fastatari.core.romfacts import RomFacts, loaded_facts, read_facts
+from fastatari.core.schema import GAME_KEY
 
 __all__ = ["AtariGame", "FramePipeline", "action_index", "action_names", "make_np_random"]
 
@@ -225,7 +225,7 @@ class AtariGame:
     Parameters
     ----------
     game : str
-        Any name :func:`fastatari.games.resolve_game` accepts (``"breakout"``,
+        Any name :func:`fastatari.core.games.resolve_game` accepts (``"breakout"``,
         ``"ALE/Breakout-v5"``, ...).
     options : AtariOptions, optional
         Preprocessing options (defaults: :class:`AtariOptions`'s).
@@ -414,7 +414,7 @@ class AtariGame:
             Sum of the frames' rewards (its sign with ``clip_rewards``).
         terminated, truncated : bool
         info : dict
-            The keys of :func:`fastatari.schema.info_fields` (``lives``,
+            The keys of :func:`fastatari.core.schema.info_fields` (``lives``,
             ``episode_frame_number``, ``frame_number``; ``raw_reward`` with ``clip_rewards``;
             ``game_over`` with ``episodic_life``; ``ram`` with ``ram_info``), and ``game`` at the
             end of a game.

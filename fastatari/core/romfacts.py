@@ -3,9 +3,9 @@
 Loading a ROM costs 0.1-0.3 s (ALE's ``loadROM``). A vector env must check its options against
 every game and know the action names before any env is reset, and a seeded reset loads each
 env's ROM anyway; so the facts of every ROM ale-py ships are read once into ``rom_facts.json``
-(``python -m fastatari.romfacts`` writes it) and a vector env of 57 games loads 57 ROMs, not
+(``python -m fastatari.core.romfacts`` writes it) and a vector env of 57 games loads 57 ROMs, not
 57 more to check them. The table is used only with the ale-py version that wrote it; with
-another, the facts are read from a loaded ROM, as every :class:`~fastatari.game.AtariGame`
+another, the facts are read from a loaded ROM, as every :class:`~fastatari.core.game.AtariGame`
 does for itself.
 """
 
@@ -20,8 +20,8 @@ from typing import Any, Dict, Optional, Tuple
 import ale_py
 from ale_py import roms
 
-from fastatari.games import game_ids, resolve_game
-from fastatari.options import AtariOptions
+from fastatari.core.games import game_ids, resolve_game
+from fastatari.core.options import AtariOptions
 
 __all__ = ["RomFacts", "known_facts", "loaded_facts", "read_facts", "write_table"]
 

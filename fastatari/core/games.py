@@ -89,7 +89,7 @@ def resolve_game(name: str) -> str:
             _key(base), [_key(c) for c in known], n=3, cutoff=0.5)]
         close = list(dict.fromkeys(close))[:3]
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close \
-            else "; see fastatari.games.game_ids() for the list"
+            else "; see fastatari.core.games.game_ids() for the list"
         raise ValueError(f"unknown Atari game {name!r}{hint}")
     if rom in UNLOADABLE:
         raise ValueError(f"game {rom!r} does not load in ale-py (it has no single-player mode; "

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
-from fastatari.validate import check_bool, check_int, check_probability, is_int
+from fastatari.core.validate import check_bool, check_int, check_probability, is_int
 
 __all__ = ["AtariOptions", "check_option_names"]
 
