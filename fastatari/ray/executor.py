@@ -282,8 +282,8 @@ class RayExecutor(Executor):
         replies, ids, rows = answer
         start = int(self._starts[k])
         self.buffers.put_rows(ids + start, rows)
-        return [dataclasses.replace(
-            reply, envs=None if reply.envs is None else reply.envs + start,
+        return [reply._replace(
+            envs=None if reply.envs is None else reply.envs + start,
             restarted=None if reply.restarted is None else reply.restarted + start,
             source=f"actor {k}, {reply.source}") for reply in replies]
 

@@ -171,7 +171,10 @@ class RestartPolicy:
 
 
 def raise_errors(replies: Sequence[Reply]) -> None:
-    """Raise the first worker exception among ``replies`` as :class:`WorkerError`."""
-    for reply in replies:
-        if reply.kind is ReplyKind.ERROR:
-            raise WorkerError(f"{reply.source} raised an exception:\n{reply.payload}")
+    """Raise a worker exception among ``replies`` (the first source in order) as
+    :class:`WorkerError`."""
+    errors = [reply for reply in replies if reply.kind is ReplyKind.ERROR]
+    if errors:
+        # "worker 2" before "worker 10"
+        first = min(errors, key=lambda reply: (len(reply.source), reply.source))
+        raise WorkerError(f"{first.source} raised an exception:\n{first.payload}")

@@ -224,7 +224,8 @@ class WorkerPool(Executor):
 
     # -- replies ------------------------------------------------------------------------------
     def collect(self, first: bool = False) -> List[Reply]:
-        workers = [k for k in range(self.num_workers) if self._owed[k]]
+        owed = self._owed
+        workers = [k for k in range(self.num_workers) if owed[k]]
         return list(self._collect(workers, first=first).values())
 
     def _collect(self, workers: List[int], first: bool = False,
@@ -245,17 +246,18 @@ class WorkerPool(Executor):
                     for k in sorted(waiting.values()):
                         replies[k] = self._replace(k, hung=True)
                     break
+                policy = self._policy
                 for conn in ready:
                     k = waiting.pop(conn)
-                    restarts = self.restarts
+                    restarts = policy.restarts
                     replies[k] = self._receive(k, expect)
-                    if self.restarts != restarts and timeout is not None:
+                    if policy.restarts != restarts and timeout is not None:
                         # a replacement's start is not the others' time to answer
                         deadline = time.monotonic() + timeout
         except BaseException:
             self.close()
             raise
-        return dict(sorted(replies.items()))
+        return replies
 
     def _receive(self, k: int, expect: ReplyKind) -> Reply:
         worker = self._res.workers[k]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
@@ -67,12 +67,12 @@ class ReplyKind(bytes, enum.Enum):
     RESTARTED = b"!"
 
 
-@dataclass(frozen=True)
-class Reply:
-    """A decoded reply. ``payload``: RENDERED's screens, ERROR's traceback. Set by the
-    executor: ``envs``, the envs a step's DONE covers, those an ERROR left unanswered, or those
-    whose replies died with a RESTARTED worker; ``restarted``, the envs a RESTARTED worker's
-    replacement reset (its whole block); ``source``, who answered (``"worker 3"``)."""
+class Reply(NamedTuple):
+    """A decoded reply (a named tuple: one is made per worker per step). ``payload``:
+    RENDERED's screens, ERROR's traceback. Set by the executor: ``envs``, the envs a step's
+    DONE covers, those an ERROR left unanswered, or those whose replies died with a RESTARTED
+    worker; ``restarted``, the envs a RESTARTED worker's replacement reset (its whole block);
+    ``source``, who answered (``"worker 3"``)."""
 
     kind: ReplyKind
     payload: Any = None

@@ -313,13 +313,18 @@ def check_recovered(envs, local, results, lost, restarts):
     assert envs.restarts == restarts
 
 
+@linux_only
 def test_actor_killed_recovered_others_unchanged(cluster):
     envs, local = ray_env(), local_env()
     try:
         envs.reset(seed=11), local.reset(seed=11)
         for t in range(5):
             same_step(envs.step(actions_at(t, range(6))), local.step(actions_at(t, range(6))))
+        pid = envs.actor_info()[1]["pid"]
         ray.kill(envs.actors[1], no_restart=False)
+        deadline = time.monotonic() + 30  # ray.kill is asynchronous: the next step must find
+        while alive(pid) and time.monotonic() < deadline:  # the actor gone, not race it
+            time.sleep(0.01)
         results = []
         for t in range(5, 25):
             a = actions_at(t, range(6))
