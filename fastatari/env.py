@@ -8,6 +8,7 @@ from typing import Any, Dict, Optional, SupportsFloat, Tuple, Union
 import gymnasium
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import ClosedEnvironmentError
 
 from fastatari.core.game import AtariGame, FramePipeline, action_index
 from fastatari.core.options import AtariOptions
@@ -132,7 +133,8 @@ class AtariEnv(gymnasium.Env):
     # -- extras --------------------------------------------------------------------------------
     def _live_game(self) -> AtariGame:
         if self._game is None:
-            raise RuntimeError("AtariEnv is closed; create a new one")
+            # the vector envs' (and fastatari.envpool's) exception for the same misuse
+            raise ClosedEnvironmentError("this AtariEnv is closed; create a new one")
         return self._game
 
     @property

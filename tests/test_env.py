@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from gymnasium.error import ClosedEnvironmentError
 
 gymnasium = pytest.importorskip("gymnasium")
 import ale_py  # noqa: E402
@@ -237,7 +238,7 @@ def test_closed_env_errors():
     env.close()
     env.close()  # twice is fine
     for call in (lambda: env.step(0), lambda: env.reset(), lambda: env.render()):
-        with pytest.raises(RuntimeError, match=r"AtariEnv is closed"):
+        with pytest.raises(ClosedEnvironmentError, match=r"this AtariEnv is closed"):
             call()
 
 
