@@ -1,7 +1,17 @@
-/* The vector workers' short wait for their next command (fa_wait.c).
+/* The vector env's hot path through shared memory (fa_wait.c): the trainer publishes commands
+ * and waits for completions, workers wait for commands and complete envs.
  *
  * Not a kernel, and apart from fastatari.h: it is compiled into its own extension module,
- * fastatari.vector._wait, next to the worker that uses it.
+ * fastatari.vector._wait, next to the pool and the worker that use it.
+ *
+ * One step, whatever the number of workers: the trainer writes every env's op and action in
+ * place, then one fa_publish (a counter bump, plus one futex wake of two sleeping workers,
+ * each of which wakes two more while some sleep); each worker claims its envs' ops (fa_claim), runs them and completes each env
+ * (fa_complete: a ticket that orders completions, a counter, and an eventfd write only from
+ * the completion the trainer is waiting for); the trainer waits in fa_wait_done, without the
+ * GIL: a short spin, then epoll over the completion eventfd and the workers' pipes, so a worker
+ * that dies or reports an error is seen at once. Where futex, eventfd and epoll do not exist
+ * (macOS, Windows) the waits are a spin followed by short naps: correct, slower to wake.
  */
 #ifndef FA_WAIT_H
 #define FA_WAIT_H
@@ -12,9 +22,51 @@
 extern "C" {
 #endif
 
-/* Watch *word until it differs from `seen` (1) or `max_ns` nanoseconds pass (0), yielding the
- * core between looks. UINT64_MAX (or any wait past the clock's range) waits without a limit. */
-int fa_wait_change(const volatile int64_t *word, int64_t seen, uint64_t max_ns);
+/* The control words, each written by one side on its own cache line. */
+typedef struct fa_control {
+    uint32_t gen;          /* commands published (trainer); workers wait for it to change */
+    uint32_t pad0[15];
+    uint32_t sleepers;     /* workers asleep on gen (workers) */
+    uint32_t pad1[15];
+    int64_t issued;        /* completion tickets handed out (workers) */
+    int64_t pad2[7];
+    int64_t completed;     /* completions counted, after their ticket is written (workers) */
+    int64_t pad3[7];
+    int64_t target;        /* the trainer sleeps until completed >= target ... */
+    int64_t waiting;       /* ... while this is 1 (trainer) */
+    int64_t pad4[6];
+} fa_control;
+
+#define FA_CONTROL_BYTES 320
+
+/* fa_wait_done's answers */
+#define FA_TIMEOUT 0
+#define FA_DONE 1
+#define FA_EVENT 2        /* a descriptor of epfd other than evfd is ready: a worker's pipe */
+#define FA_INTERRUPTED (-1) /* a signal arrived: let Python run its handlers, then wait again */
+#define FA_FAILED (-2)      /* epoll_wait failed (errno) */
+
+/* 1 where the waits sleep on futex/eventfd/epoll (Linux); 0 where they nap. */
+int fa_fast_waits(void);
+
+/* trainer */
+void fa_release_fence(void);     /* between writing actions and writing the ops that name them */
+void fa_publish(fa_control *c);
+int64_t fa_completed(const fa_control *c);
+uint32_t fa_generation(const fa_control *c);
+/* Wait until completed >= target: spin for spin_s, then sleep on epfd (evfd and the workers'
+ * pipes; epfd < 0: nap) until timeout_s (< 0: no limit). */
+int fa_wait_done(fa_control *c, int64_t target, int epfd, int evfd, double spin_s,
+                 double timeout_s);
+
+/* worker */
+/* Wait until gen != seen: spin for spin_s, then sleep until timeout_s (< 0: no limit); 1 if it
+ * changed, 0 if the time ran out. */
+int fa_wait_generation(fa_control *c, uint32_t seen, double spin_s, double timeout_s);
+uint8_t fa_claim(uint8_t *op);   /* take an env's op, leaving 0 (no op) */
+/* An env's results are written: give it the next ticket, count it, wake the trainer if this is
+ * the completion it waits for (evfd < 0: the trainer naps, no wake). */
+void fa_complete(fa_control *c, int64_t *ticket, int evfd);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,26 @@
-# C declaration of csrc/fa_wait.h, the vector workers' wait: cimported by vector/_wait.pyx.
-# Apart from _csrc.pxd because it is not a kernel and builds into its own module.
-from libc.stdint cimport int64_t, uint64_t
+# C declarations of csrc/fa_wait.h, the vector env's hot path in shared memory: cimported by
+# vector/_wait.pyx. Apart from _csrc.pxd because it is not a kernel and builds into its own
+# module.
+from libc.stdint cimport int64_t, uint8_t, uint32_t
 
 cdef extern from "fa_wait.h" nogil:
-    # the header's pointer is `const volatile int64_t *`; C converts a `const int64_t *` to it
-    int fa_wait_change(const int64_t *word, int64_t seen, uint64_t max_ns)
+    ctypedef struct fa_control:
+        pass
+
+    int FA_CONTROL_BYTES
+    int FA_TIMEOUT
+    int FA_DONE
+    int FA_EVENT
+    int FA_INTERRUPTED
+    int FA_FAILED
+
+    int fa_fast_waits()
+    void fa_release_fence()
+    void fa_publish(fa_control *c)
+    int64_t fa_completed(const fa_control *c)
+    uint32_t fa_generation(const fa_control *c)
+    int fa_wait_done(fa_control *c, int64_t target, int epfd, int evfd, double spin_s,
+                     double timeout_s)
+    int fa_wait_generation(fa_control *c, uint32_t seen, double spin_s, double timeout_s)
+    uint8_t fa_claim(uint8_t *op)
+    void fa_complete(fa_control *c, int64_t *ticket, int evfd)

@@ -102,7 +102,7 @@ class EnvActor:
         if ids.size == self.plan.num_envs and (ops == Op.STEP).all():
             pool.run_all()
         else:
-            pool.run(ops, ids, 0)
+            pool.run(ops, ids)
         replies: List[Reply] = []
         while pool.busy():
             replies += pool.collect()

@@ -288,7 +288,7 @@ class RayExecutor(Executor):
             source=f"actor {k}, {reply.source}") for reply in replies]
 
     # -- the executor's calls --------------------------------------------------------------------
-    def run(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> None:
+    def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
         owners = self._owner(ids)
         for k in np.unique(owners).tolist():
             block = self.blocks[k]
@@ -297,28 +297,35 @@ class RayExecutor(Executor):
                         mine - block.start, ids=mine)
 
     def run_all(self) -> None:
-        self.run(np.full(self._plan.num_envs, Op.STEP, np.uint8),
-                 np.arange(self._plan.num_envs), 0)
+        every = np.arange(self._plan.num_envs)
+        self.run(np.full(every.size, Op.STEP, np.uint8), every)
 
     def busy(self) -> bool:
         return bool(self._calls)
 
-    def collect(self, first: bool = False) -> List[Reply]:
-        pending = list(self._calls)
-        ready, _ = ray.wait(pending, num_returns=1 if first else len(pending))
+    def collect(self, at_least: Optional[int] = None) -> List[Reply]:
         replies: List[Reply] = []
-        for ref in ready:
-            call = self._calls[ref]
-            try:
-                replies += self._take_answer(call.actor, self.get(ref)[1])
-            except Recovered as recovered:
-                replies.append(recovered.reply)
-            except Exception as error:  # the actor raised: its envs were not run
-                if self.closed:
-                    raise
-                replies.append(Reply(ReplyKind.ERROR, str(error), envs=call.ids,
-                                     source=f"actor {call.actor}"))
+        answered = 0
+        while self._calls and (at_least is None or answered < at_least):
+            pending = list(self._calls)
+            ready, _ = ray.wait(pending, num_returns=len(pending) if at_least is None else 1)
+            for ref in ready:
+                answered += self._calls[ref].ids.size
+                replies += self._answer(ref)
         return replies
+
+    def _answer(self, ref: Any) -> List[Reply]:
+        """The replies of a finished call, its rows written into the driver's columns."""
+        call = self._calls[ref]
+        try:
+            return self._take_answer(call.actor, self.get(ref)[1])
+        except Recovered as recovered:
+            return [recovered.reply]
+        except Exception as error:  # the actor raised: its envs were not run
+            if self.closed:
+                raise
+            return [Reply(ReplyKind.ERROR, str(error), envs=call.ids,
+                          source=f"actor {call.actor}")]
 
     def _by_actor(self, ids: np.ndarray) -> Dict[int, np.ndarray]:
         owners = self._owner(ids)

@@ -1,36 +1,116 @@
-# The vector workers' wait for their next command, apart from the kernels (csrc/fa_wait.c).
+# The vector env's hot path in shared memory (csrc/fa_wait.c), apart from the kernels.
 # Directives (boundscheck, wraparound, ...) are set in setup.py.
-from libc.stdint cimport int64_t, uint64_t
+from cpython.exc cimport PyErr_CheckSignals
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uintptr_t
 
-from fastatari._csrc_wait cimport fa_wait_change
+from fastatari._csrc_wait cimport (
+    FA_CONTROL_BYTES,
+    FA_DONE,
+    FA_EVENT,
+    FA_FAILED,
+    FA_INTERRUPTED,
+    FA_TIMEOUT,
+    fa_claim,
+    fa_complete,
+    fa_completed,
+    fa_control,
+    fa_fast_waits,
+    fa_generation,
+    fa_publish,
+    fa_release_fence,
+    fa_wait_done,
+    fa_wait_generation,
+)
+
+#: Bytes of the control words at the start of the shared memory.
+CONTROL_BYTES = FA_CONTROL_BYTES
+#: Whether the waits sleep on futex, eventfd and epoll (Linux) rather than nap.
+FAST_WAITS = bool(fa_fast_waits())
+TIMEOUT = FA_TIMEOUT
+DONE = FA_DONE
+EVENT = FA_EVENT
 
 
-def wait_change(int64_t[::1] words, Py_ssize_t index, int64_t seen, double seconds):
-    """Watch ``words[index]`` (shared memory) until it is no longer ``seen``, for at most
-    ``seconds``, yielding the core between looks. True if it changed.
+cdef fa_control *_control(uint8_t[::1] control) except NULL:
+    if control.shape[0] < FA_CONTROL_BYTES:
+        raise ValueError(f"control must hold {FA_CONTROL_BYTES} bytes, got {control.shape[0]}")
+    if <uintptr_t>&control[0] % 64:
+        raise ValueError("control must be 64-byte aligned (a cache line)")
+    return <fa_control *>&control[0]
 
-    Not a kernel: a vector worker's short wait for its next command, cheaper than being woken.
 
-    Parameters
-    ----------
-    words : ndarray, int64, 1-D, C-contiguous, writeable   # IN, written by another process
-    index : int
-        0 <= index < len(words); IndexError otherwise.
-    seen : int
-        The value to wait away from.
-    seconds : float
-        >= 0 (ValueError otherwise, NaN included); ``math.inf`` waits without a limit.
-    """
-    if not 0 <= index < words.shape[0]:
-        raise IndexError(f"index {index} out of range for {words.shape[0]} words")
-    if not seconds >= 0:
-        raise ValueError(f"seconds must be >= 0, got {seconds}")
-    cdef const int64_t *word = <const int64_t *>&words[index]
-    # 2**64 ns (585 years) and more, inf included, means no deadline (fa_wait.h); casting a
-    # double past uint64_t's range is undefined in C, so saturate before the cast
-    cdef double ns_float = seconds * 1e9
-    cdef uint64_t ns = <uint64_t>-1 if ns_float >= 18446744073709551616.0 else <uint64_t>ns_float
+cdef double _seconds(object seconds, str name) except? -2.0:
+    """None -> -1 (no limit); a number >= 0 (inf: no limit), else ValueError."""
+    if seconds is None:
+        return -1.0
+    cdef double value = seconds
+    if not value >= 0:
+        raise ValueError(f"{name} must be >= 0 or None, got {seconds}")
+    return value
+
+
+def release_fence():
+    """Order the writes before it (actions) before those after it (the ops naming them)."""
+    fa_release_fence()
+
+
+def publish(uint8_t[::1] control):
+    """Publish a command: bump the generation, wake every worker asleep on it (one call)."""
+    fa_publish(_control(control))
+
+
+def generation(uint8_t[::1] control):
+    """Commands published so far (mod 2**32)."""
+    return fa_generation(_control(control))
+
+
+def completed(uint8_t[::1] control):
+    """Env completions counted so far."""
+    return fa_completed(_control(control))
+
+
+def wait_done(uint8_t[::1] control, int64_t target, int epfd, int evfd, double spin,
+              timeout):
+    """Wait, without the GIL, until ``target`` completions are counted: spin for ``spin``
+    seconds, then sleep on the epoll descriptor ``epfd`` (the eventfd ``evfd`` and the
+    workers' pipes; -1: nap) until ``timeout`` seconds (None: no limit). Returns DONE,
+    EVENT (a worker's pipe is ready) or TIMEOUT; a signal runs Python's handlers (Ctrl-C
+    raises KeyboardInterrupt) and the wait goes on."""
+    cdef fa_control *c = _control(control)
+    cdef double limit = _seconds(timeout, "timeout")
+    cdef int result
+    while True:
+        with nogil:
+            result = fa_wait_done(c, target, epfd, evfd, spin, limit)
+        if result == FA_INTERRUPTED:
+            PyErr_CheckSignals()  # raises what a handler raised
+            spin = 0.0  # the time already spent is not given again: a rare, short overrun
+            continue
+        if result == FA_FAILED:
+            raise OSError("epoll_wait failed in the vector env's wait")
+        return result
+
+
+def wait_generation(uint8_t[::1] control, uint32_t seen, double spin, timeout):
+    """A worker's wait, without the GIL, until the generation is no longer ``seen``: spin for
+    ``spin`` seconds, then sleep until ``timeout`` (None: no limit). True if it changed."""
+    cdef fa_control *c = _control(control)
+    cdef double limit = _seconds(timeout, "timeout")
     cdef int changed
     with nogil:
-        changed = fa_wait_change(word, seen, ns)
+        changed = fa_wait_generation(c, seen, spin, limit)
     return bool(changed)
+
+
+def claim(uint8_t[::1] ops, Py_ssize_t i):
+    """Take env ``i``'s op (0 if none), leaving 0."""
+    if not 0 <= i < ops.shape[0]:
+        raise IndexError(f"env {i} out of range for {ops.shape[0]} ops")
+    return fa_claim(&ops[i])
+
+
+def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd):
+    """Env ``i``'s results are written: its ticket, the count, the trainer's wake."""
+    if not 0 <= i < tickets.shape[0]:
+        raise IndexError(f"env {i} out of range for {tickets.shape[0]} tickets")
+    fa_complete(_control(control), &tickets[i], evfd)

@@ -20,6 +20,7 @@ from typing import Dict, Optional, Tuple, Union
 import numpy as np
 
 from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
+from fastatari.vector._wait import CONTROL_BYTES
 
 __all__ = ["Layout", "SharedMemory", "SharedBuffers"]
 
@@ -31,7 +32,11 @@ def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
         "obs": ("uint8", obs_shape),
         "final_obs": ("uint8", obs_shape),  # same-step autoreset: the ended episode's last obs
         "action": ("int64", ()),
-        "wake": ("int64", ()),  # at each worker's first env: bumped by the trainer per command
+        "op": ("uint8", ()),  # the env's next op (protocol.Op), written by the trainer, taken
+        #                       (set back to 0) by its worker
+        "ticket": ("int64", ()),  # the order of its last completion (-1: not completed)
+        "pending": ("uint32", ()),  # at each worker's first env: a message waits in its pipe
+        "progress": ("int64", ()),  # at each worker's first env: envs it completed
         "game_done": ("bool", ()),  # this step ended a game: game_* hold its statistics
         "has_final": ("bool", ()),  # final_* hold the ended episode's last step
     }
@@ -53,8 +58,10 @@ class Layout:
     obs_shape: Tuple[int, ...]
 
     def offsets(self) -> Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]]:
-        """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned."""
-        out, offset = {}, 0
+        """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned,
+        after the control words (:data:`CONTROL_BYTES` at offset 0)."""
+        out = {"control": (0, np.dtype(np.uint8), (CONTROL_BYTES,))}
+        offset = CONTROL_BYTES
         for name, (dtype, shape) in _columns(self.obs_shape).items():
             dt = np.dtype(dtype)
             offset = (offset + 63) // 64 * 64
@@ -123,10 +130,14 @@ class SharedBuffers:
     :data:`fastatari.core.schema.GAME_FIELDS` name (in :attr:`game`).
     """
 
+    control: np.ndarray
     obs: np.ndarray
     final_obs: np.ndarray
     action: np.ndarray
-    wake: np.ndarray
+    op: np.ndarray
+    ticket: np.ndarray
+    pending: np.ndarray
+    progress: np.ndarray
     reward: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
@@ -144,10 +155,14 @@ class SharedBuffers:
         views = {name: np.frombuffer(self.memory.mmap, dtype, int(np.prod(shape)),
                                      offset).reshape(shape)
                  for name, (offset, dtype, shape) in layout.offsets().items()}
+        self.control = views["control"]
         self.obs = views["obs"]
         self.final_obs = views["final_obs"]
         self.action = views["action"]
-        self.wake = views["wake"]
+        self.op = views["op"]
+        self.ticket = views["ticket"]
+        self.pending = views["pending"]
+        self.progress = views["progress"]
         self.reward = views["reward"]
         self.terminated = views["terminated"]
         self.truncated = views["truncated"]
@@ -158,7 +173,8 @@ class SharedBuffers:
         self.game = {f.name: views["game_" + f.name] for f in GAME_FIELDS}
         # what the envs write: the columns a remote executor ships back (not the commands)
         self._results = {name: view for name, view in views.items()
-                         if name not in ("action", "wake")}
+                         if name not in ("control", "action", "op", "ticket", "pending",
+                                         "progress")}
         self._open = True
 
     def rows(self, ids: np.ndarray, finals: bool) -> Dict[str, np.ndarray]:
@@ -183,8 +199,10 @@ class SharedBuffers:
         if not self._open:
             return
         self._open = False
-        for name in ("obs", "final_obs", "action", "wake", "reward", "terminated", "truncated",
-                     "game_done", "has_final", "info", "final_info", "game", "_results"):
+        for name in ("control", "obs", "final_obs", "action", "op", "ticket", "pending",
+                     "progress", "reward",
+                     "terminated", "truncated", "game_done", "has_final", "info", "final_info",
+                     "game", "_results"):
             delattr(self, name)
         try:
             self.memory.close()

@@ -61,9 +61,9 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         Worker processes (default: usable cores, at most ``num_envs``); each owns a block of
         envs (contiguous, for one game; see ``balance``).
     batch_size : int, optional
-        Envs :meth:`recv` returns in async mode (default ``num_envs``). Below ``num_envs``,
-        workers report every ``ceil(batch_size / num_workers)`` envs, so a batch fills from
-        all workers at once rather than from the first to finish its whole block.
+        Envs :meth:`recv` returns in async mode (default ``num_envs``): the first to finish
+        across all workers, in the order they finished (each env is reported as soon as its
+        step is done).
     autoreset_mode : {"next_step", "same_step", "disabled"} or gymnasium.vector.AutoresetMode
         ``"next_step"`` (gymnasium's default): the step after an episode ends resets that env
         and ignores its action. ``"same_step"``: the env resets in the step that ends the
@@ -170,9 +170,6 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self.metadata = dict(self.metadata, autoreset_mode=config.autoreset_mode)
         self._same_step = config.same_step
         self._info_fields = info_fields(self.options)
-        # async: workers answer every `chunk` envs, so a batch can gather envs from all of them
-        self._chunk = (0 if self.batch_size >= num_envs
-                       else min(0xFFFF, -(-self.batch_size // config.num_workers)))
         self._phase = np.zeros(num_envs, np.uint8)
         self._answered: Deque[int] = collections.deque()  # answered envs, in answer order
         self._ended = np.zeros(num_envs, bool)  # its last result ended an episode (not same-step)
@@ -197,9 +194,9 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
 
     # -- the executor's replies ----------------------------------------------------------------
-    def _collect(self, first: bool = False) -> List[Reply]:
+    def _collect(self, at_least: Optional[int] = None) -> List[Reply]:
         """Wait for replies, apply them to the envs' phases, then raise any worker error."""
-        return self._apply_all(self.executor.collect(first=first))
+        return self._apply_all(self.executor.collect(at_least))
 
     def _apply_all(self, replies: List[Reply]) -> List[Reply]:
         for reply in replies:
@@ -275,13 +272,19 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         actions = self._check_actions(actions, self.num_envs)
         self._check_not_ended(self._all_ids)
         self._buf.action[:] = actions
+        executor = self.executor
         if not (self._ended.any() or self._restarted.any()):
-            self.executor.run_all()  # the common step: one fixed command per worker
-            self._phase[:] = Phase.IN_FLIGHT
+            executor.run_all()  # the common step: every env steps
         else:
-            self._dispatch(self._all_ids, chunk=0)
+            self._dispatch(self._all_ids)
+        replies = executor.collect()
+        while executor.busy():  # a fault answered early: the others are still running
+            replies += executor.collect()
+        # the envs' phases matter only between send() and recv(): a step only applies faults
+        faults = [reply for reply in replies if reply.kind is not ReplyKind.DONE]
         try:
-            self._collect()
+            if faults:
+                self._apply_all(faults)
         finally:  # also after a worker's exception: every reply is in
             self._answered.clear()
             self._phase[:] = Phase.IDLE
@@ -300,7 +303,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._check_idle(ids, "send")
         self._check_not_ended(ids)
         self._buf.action[ids] = actions
-        self._dispatch(ids, self._chunk)
+        self._dispatch(ids)
         self._state = State.ASYNC
 
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
@@ -309,7 +312,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._check_async()
         want = min(self.batch_size, int((self._phase != Phase.IDLE).sum()))
         while len(self._answered) < want:
-            self._collect(first=True)
+            self._collect(want - len(self._answered))
         ids = np.array([self._answered.popleft() for _ in range(want)], np.int64)
         self._phase[ids] = Phase.IDLE
         if not self._phase.any():
@@ -325,7 +328,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
                 f"env {int(ids[np.flatnonzero(busy)[0]])} already has a step in flight: "
                 f"recv() it first", call)
 
-    def _dispatch(self, ids: np.ndarray, chunk: int) -> None:
+    def _dispatch(self, ids: np.ndarray) -> None:
         """Run ``ids``: autoreset ones reset, others step. An env whose games were replaced
         while it was idle already holds its result (the restart's truncated one): it is
         answered at once, without running."""
@@ -339,7 +342,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
             return
         ops = np.zeros(self.num_envs, np.uint8)
         ops[ids] = np.where(self._ended[ids], Op.RESET, Op.STEP)
-        self.executor.run(ops, ids, chunk)
+        self.executor.run(ops, ids)
 
     def end_episodes(self, env_ids: Any) -> None:
         """Treat the episodes of ``env_ids`` as ended by the caller (a step limit counted

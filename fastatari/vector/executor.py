@@ -73,9 +73,9 @@ class Executor(abc.ABC):
         """Start running (the games are built at the first reset)."""
 
     @abc.abstractmethod
-    def run(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> None:
+    def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
         """Start ``ops[i]`` (:class:`~fastatari.vector.protocol.Op`) for each env ``i`` of
-        ``ids``; a worker may answer every ``chunk`` envs (0: once)."""
+        ``ids``."""
 
     @abc.abstractmethod
     def run_all(self) -> None:
@@ -86,8 +86,9 @@ class Executor(abc.ABC):
         """Whether replies are owed."""
 
     @abc.abstractmethod
-    def collect(self, first: bool = False) -> List[Reply]:
-        """Wait for every owed reply (``first``: for at least one)."""
+    def collect(self, at_least: Optional[int] = None) -> List[Reply]:
+        """Wait until ``at_least`` envs in flight (None: all) are answered; it may return
+        early with what a fault brought (a restart, an error): call again while :meth:`busy`."""
 
     @abc.abstractmethod
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:

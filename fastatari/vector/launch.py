@@ -103,8 +103,9 @@ class WorkerProcess:
             self._stderr = None
 
 
-def launch(memory: Handle, name: str) -> WorkerProcess:
-    """Start a worker process; ``memory`` is the shared memory's handle it inherits."""
+def launch(memory: Handle, name: str, wake_fd: int = -1) -> WorkerProcess:
+    """Start a worker process; ``memory`` is the shared memory's handle it inherits, and
+    ``wake_fd`` (unless -1) the eventfd it wakes the trainer with."""
     if sys.platform == "win32":
         return _launch_spawn(name)
     parent, child = mp.Pipe()
@@ -112,7 +113,8 @@ def launch(memory: Handle, name: str) -> WorkerProcess:
     try:
         process = subprocess.Popen(
             [_python(), "-c", _BOOT, str(child.fileno()), json.dumps(sys.path)],
-            pass_fds=(child.fileno(), int(memory)), stdin=subprocess.DEVNULL, stderr=stderr)
+            pass_fds=(child.fileno(), int(memory)) + ((wake_fd,) if wake_fd >= 0 else ()),
+            stdin=subprocess.DEVNULL, stderr=stderr)
     except BaseException:
         parent.close()
         stderr.close()

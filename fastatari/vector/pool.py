@@ -1,11 +1,22 @@
 """The local executor: the worker processes of one vector env, its shared memory, restarts.
 
-The pool knows processes, pipes and the protocol; it does not know episodes. It waits on the
-workers' pipes only: a worker that dies closes its end, so its death is seen at once, as the
-end of the file. A worker that dies, or misses the call's deadline (then it is killed), is
-replaced by a new one whose games are reset by the executors' rules
-(:class:`~fastatari.vector.executor.SeedBook`); the collect reports
-:attr:`ReplyKind.RESTARTED` for it, with the envs whose replies died with it.
+The pool knows processes, pipes and the protocol; it does not know episodes.
+
+A step costs the trainer the same whatever the number of workers. The trainer writes every
+env's op into shared memory and publishes it with one store (``_wait.publish``: one futex
+wake for all the workers asleep); each worker takes its envs' ops and completes each env
+there (a ticket that orders completions across workers, and a count). The trainer waits for
+the count in compiled code without the GIL: a brief spin, then sleep on an epoll set holding an
+eventfd, written only by the completion it waits for, and every worker's pipe, so that a worker
+that dies (its pipe's end of file) or reports an error is seen at once. No per-worker message,
+no per-reply decode: the envs done are one numpy selection, in ticket order. Where futex,
+eventfd and epoll do not exist (macOS, Windows), the waits nap instead, and the trainer looks
+at the pipes between naps: the same protocol, slower to wake.
+
+The pipes carry start-up, resets, renders, closes and errors. A worker that dies, or misses the
+call's deadline (then it is killed), is replaced by a new one whose games are reset by the
+executors' rules (:class:`~fastatari.vector.executor.SeedBook`); the collect reports
+:attr:`ReplyKind.RESTARTED` for it, with the envs whose results died with it.
 
 Restart policy (:class:`~fastatari.vector.executor.RestartPolicy`): a worker that made progress
 (answered a command) since its last start is always restarted. Only
@@ -16,19 +27,19 @@ crashes at once) raise ``RuntimeError``, with the cause and the tail of the work
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
+import os
 import select
 import time
 import warnings
 import weakref
 from multiprocessing.connection import Connection, wait
-from typing import Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari.vector import protocol
+from fastatari.vector import _wait, protocol
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook, WorkerError
 from fastatari.vector.launch import WorkerProcess, launch
@@ -38,14 +49,17 @@ from fastatari.vector.protocol import (Op, Reply, ReplyKind, ResetRequest, Worke
 
 __all__ = ["WorkerError", "WorkerPool"]
 
-
 #: The least time a worker gets to start (a fresh interpreter, its imports and ROM checks),
 #: whatever ``timeout`` is: a step's deadline is no measure of a start on a loaded machine,
 #: and a start cut short would only be tried again, just as short.
 MIN_START_SECONDS = 60.0
-
-# (envs a reply covers, whether it is the last reply of its command)
-Owed = Tuple[np.ndarray, bool]
+#: How long the trainer spins on the completion count before it sleeps: long enough to catch
+#: a step that is about to finish, short enough that its CPU time stays its own work.
+SPIN_SECONDS = 5e-6
+#: Without epoll (portable waits): how long a nap lasts before the trainer looks at the pipes.
+NAP_SLICE_SECONDS = 2e-3
+#: FASTATARI_PORTABLE_WAITS=1 uses the portable waits where the fast ones exist (to test them).
+PORTABLE_WAITS = not _wait.FAST_WAITS or os.environ.get("FASTATARI_PORTABLE_WAITS") == "1"
 _NO_ENVS = np.zeros(0, np.int64)
 
 
@@ -53,17 +67,29 @@ class _Resources:
     """What must be released even if the env is garbage-collected or the trainer is
     interrupted: kept apart from the pool so that a weakref finalizer can own it."""
 
-    def __init__(self, buffers: SharedBuffers) -> None:
+    def __init__(self, buffers: SharedBuffers, firsts: np.ndarray) -> None:
         self.buffers: Optional[SharedBuffers] = buffers
+        self.firsts = firsts  # each worker's first env: where its pending word lives
         self.workers: List[Optional[WorkerProcess]] = []
+        self.wake_fd = -1
+        self.epoll: Optional[select.epoll] = None  # type: ignore[name-defined]
+        if not PORTABLE_WAITS:
+            self.wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+            self.epoll = select.epoll()
+            self.epoll.register(self.wake_fd, select.EPOLLIN)
 
     def release(self) -> None:
-        for worker in self.workers:
+        buffers = self.buffers
+        for k, worker in enumerate(self.workers):
             if worker is not None:
                 try:
                     worker.conn.send_bytes(protocol.encode_close())
+                    if buffers is not None:
+                        buffers.pending[self.firsts[k]] = 1
                 except (OSError, ValueError):
                     pass
+        if buffers is not None:
+            _wait.publish(buffers.control)
         for worker in self.workers:
             if worker is not None:
                 if worker.wait(2.0) is None:
@@ -71,8 +97,12 @@ class _Resources:
                     worker.wait(2.0)
                 worker.release()
         self.workers = []
-        if self.buffers is not None:
-            self.buffers.close()
+        if self.epoll is not None:
+            self.epoll.close()
+            os.close(self.wake_fd)
+            self.epoll = None
+        if buffers is not None:
+            buffers.close()
             self.buffers = None
 
 
@@ -96,22 +126,22 @@ class WorkerPool(Executor):
         self._cpus = config.cpus
         buffers = SharedBuffers(plan.layout)
         self.buffers = buffers
+        self._firsts = np.array([block[0] for block in self.blocks], np.int64)
+        self._res = _Resources(buffers, self._firsts)
+        self._finalizer = weakref.finalize(self, self._res.release)
         self._config = WorkerConfig(
             index=-1, env_ids=(), games=plan.lineup.env_games(), layout=plan.layout,
             same_step=config.same_step, prereset=config.next_step,
-            ale_actions=plan.ale_actions, resets=(), emulate=emulate, memory=buffers.handle)
-        self._res = _Resources(buffers)
-        self._finalizer = weakref.finalize(self, self._res.release)
+            ale_actions=plan.ale_actions, resets=(), emulate=emulate,
+            wake_fd=self._res.wake_fd, memory=buffers.handle)
         self._names = [f"worker {k}" for k in range(self.num_workers)]
-        self._owed: List[Deque[Owed]] = [collections.deque() for _ in range(self.num_workers)]
-        self._step_all = [protocol.encode_step(0, bytes([Op.STEP]) * len(block))
-                          for block in self.blocks]
         self._res.workers = [None] * self.num_workers
         self._owner = np.empty(plan.num_envs, np.int64)
-        self._place = np.empty_like(self._owner)  # each env's place in its worker's order
         for k, block in enumerate(self.blocks):
             self._owner[block] = k
-            self._place[block] = np.arange(len(block))
+        self._in_flight = np.zeros(plan.num_envs, bool)  # sent, not collected (nor dropped)
+        self._collected = 0  # completions taken by collect(): the count it waits past
+        self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
 
     @property
     def restarts(self) -> int:
@@ -132,8 +162,11 @@ class WorkerPool(Executor):
             raise
 
     def _launch(self, k: int, resets: List[ResetRequest], restarted: bool) -> None:
-        worker = launch(self.buffers.handle, f"fastatari-worker-{k}")
+        self.buffers.progress[self._firsts[k]] = 0  # what it completes from now on
+        worker = launch(self.buffers.handle, f"fastatari-worker-{k}", self._res.wake_fd)
         self._res.workers[k] = worker
+        if self._res.epoll is not None:  # its pipe wakes the trainer's wait: death, error
+            self._res.epoll.register(worker.conn.fileno(), select.EPOLLIN)
         cpu = self._cpus[k % len(self._cpus)] if self._cpus else None
         config = dataclasses.replace(
             self._config, index=k, env_ids=tuple(self.blocks[k].tolist()),
@@ -156,43 +189,109 @@ class WorkerPool(Executor):
         """Stop the workers and free the shared memory. Safe to call more than once."""
         self._finalizer()
 
-    # -- commands -----------------------------------------------------------------------------
-    def _send(self, k: int, data: bytes) -> None:
-        """Send a command; a worker that died meanwhile is found by the collect that follows."""
-        try:
-            self._res.workers[k].conn.send_bytes(data)  # type: ignore[union-attr]
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        # After the write: a worker that sees the bump finds its command already in the pipe.
-        self.buffers.wake[self.blocks[k][0]] += 1
-
+    # -- steps: through shared memory ---------------------------------------------------------
     def run_all(self) -> None:
-        for k in range(self.num_workers):
-            self._send(k, self._step_all[k])
-            self._owed[k].append((self.blocks[k], True))
+        self.buffers.ticket.fill(-1)
+        _wait.release_fence()  # the actions and tickets before the ops that name them
+        self.buffers.op.fill(Op.STEP)
+        self._in_flight.fill(True)
+        _wait.publish(self.buffers.control)
 
-    def run(self, ops: np.ndarray, ids: np.ndarray, chunk: int) -> None:
-        """Send each worker owning some of ``ids`` its slice of ``ops`` (IDLE for the
-        others); workers answer after every ``chunk`` envs (0: once)."""
-        owners = self._owner[ids]
-        for k in np.unique(owners).tolist():
-            self._send(k, protocol.encode_step(chunk, ops[self.blocks[k]].tobytes()))
-            mine = ids[owners == k]
-            mine = mine[np.argsort(self._place[mine])]  # the order the worker runs them in
-            size = chunk or mine.size
-            for start in range(0, mine.size, size):
-                self._owed[k].append((mine[start:start + size], start + size >= mine.size))
+    def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
+        self.buffers.ticket[ids] = -1
+        _wait.release_fence()
+        self.buffers.op[ids] = ops[ids]
+        self._in_flight[ids] = True
+        _wait.publish(self.buffers.control)
 
     def busy(self) -> bool:
-        return any(self._owed)
+        return bool(self._in_flight.any())
+
+    def collect(self, at_least: Optional[int] = None) -> List[Reply]:
+        """Wait until ``at_least`` envs in flight (None: all) are done, or a worker's pipe
+        speaks (a death, an error), or the deadline passes (the workers that still owe a result
+        hung: replaced). The done envs come first; with ``at_least``, in the order they
+        finished."""
+        replies: List[Reply] = []
+        in_flight = int(np.count_nonzero(self._in_flight))
+        want = in_flight if at_least is None else min(at_least, in_flight)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        try:
+            found = self._wait_done(self._collected + want, deadline)
+            if found == _wait.EVENT:
+                replies = self._pipe_events()
+            elif found == _wait.TIMEOUT:
+                owing = self._in_flight & (self.buffers.ticket < 0)
+                replies = [self._replace(k, hung=True)
+                           for k in np.unique(self._owner[owing]).tolist()]
+        except BaseException:
+            self.close()
+            raise
+        done = np.flatnonzero(self._in_flight & (self.buffers.ticket >= 0))
+        if at_least is not None and done.size > 1:  # a batch of the first to finish
+            done = done[np.argsort(self.buffers.ticket[done], kind="stable")]
+        self._in_flight[done] = False
+        self._collected += done.size
+        return [Reply(ReplyKind.DONE, envs=done, source="workers")] + replies
+
+    def _wait_done(self, target: int, deadline: Optional[float]) -> int:
+        """DONE when ``target`` completions are counted; EVENT when a worker's pipe is ready;
+        TIMEOUT at the deadline."""
+        if not PORTABLE_WAITS:
+            return _wait.wait_done(self.buffers.control, target, self._epfd, self._res.wake_fd,
+                                   SPIN_SECONDS, _remaining(deadline))
+        spin = SPIN_SECONDS
+        while True:
+            remaining = _remaining(deadline)
+            nap = NAP_SLICE_SECONDS if remaining is None else min(NAP_SLICE_SECONDS, remaining)
+            if _wait.wait_done(self.buffers.control, target, -1, -1, spin, nap) == _wait.DONE:
+                return _wait.DONE
+            spin = 0.0
+            if _wait_pipes(self._conns(), 0.0):
+                return _wait.EVENT
+            if remaining is not None and remaining <= nap:
+                return _wait.TIMEOUT
+
+    def _conns(self) -> List[Connection]:
+        return [w.conn for w in self._res.workers if w is not None]
+
+    def _pipe_events(self) -> List[Reply]:
+        """What the workers' pipes say during a step: a death (end of file) or an op that
+        raised (ERROR with the envs that got no result)."""
+        replies = []
+        by_conn = {w.conn: k for k, w in enumerate(self._res.workers) if w is not None}
+        for conn in _wait_pipes(list(by_conn), 0.0):
+            k = by_conn[conn]
+            try:
+                reply = protocol.decode_reply(conn.recv_bytes())
+            except (EOFError, OSError):
+                replies.append(self._replace(k, hung=False))
+                continue
+            if reply.kind is not ReplyKind.ERROR:
+                raise RuntimeError(f"worker {k} sent {reply.kind.name} during a step")
+            self._in_flight[reply.envs] = False
+            replies.append(reply._replace(source=self._names[k]))
+        return replies
+
+    # -- rare commands: through the pipes -----------------------------------------------------
+    def _send(self, commands: Dict[int, bytes]) -> None:
+        """Write each worker its command, mark it pending, and publish once for all. A worker
+        that died meanwhile is found by the collect that follows."""
+        pending = self.buffers.pending
+        for k, data in commands.items():
+            try:
+                self._res.workers[k].conn.send_bytes(data)  # type: ignore[union-attr]
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            pending[self._firsts[k]] = 1
+        _wait.publish(self.buffers.control)
 
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         self.seeds.record(requests)
         commands = self._by_worker([i for i, _ in requests], list(requests))
         seen: List[Reply] = []
         while commands:  # a worker that died meanwhile is restarted, then asked again
-            for k, mine in commands.items():
-                self._send(k, encode_reset(mine))
+            self._send({k: encode_reset(mine) for k, mine in commands.items()})
             replies = self._collect(list(commands))
             seen.extend(replies.values())
             commands = {k: commands[k] for k, r in replies.items()
@@ -204,8 +303,7 @@ class WorkerPool(Executor):
         screens: Dict[int, np.ndarray] = {}
         seen: List[Reply] = []
         while commands:  # a restarted worker renders its fresh games when asked again
-            for k, mine in commands.items():
-                self._send(k, encode_render(mine))
+            self._send({k: encode_render(mine) for k, mine in commands.items()})
             replies = self._collect(list(commands))
             seen.extend(replies.values())
             for k, reply in replies.items():
@@ -222,17 +320,11 @@ class WorkerPool(Executor):
             commands.setdefault(int(self._owner[i]), []).append(item)
         return commands
 
-    # -- replies ------------------------------------------------------------------------------
-    def collect(self, first: bool = False) -> List[Reply]:
-        owed = self._owed
-        workers = [k for k in range(self.num_workers) if owed[k]]
-        return list(self._collect(workers, first=first).values())
-
-    def _collect(self, workers: List[int], first: bool = False,
+    def _collect(self, workers: List[int],
                  expect: ReplyKind = ReplyKind.DONE) -> Dict[int, Reply]:
-        """One reply from each of ``workers`` (``first``: from whichever answer first, at
-        least one). Every reply is collected even if some are errors (so the protocol stays
-        in step). Ctrl-C or any other exception here closes the pool."""
+        """One pipe reply from each of ``workers``. Every reply is collected even if some are
+        errors (so the protocol stays in step). Ctrl-C or any other exception here closes the
+        pool."""
         replies: Dict[int, Reply] = {}
         waiting = {self._res.workers[k].conn: k for k in workers}  # type: ignore[union-attr]
         timeout = self.timeout
@@ -240,18 +332,17 @@ class WorkerPool(Executor):
             timeout = max(timeout, MIN_START_SECONDS)
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while waiting and not (first and replies):
-                ready = _wait(list(waiting), _remaining(deadline))
+            while waiting:
+                ready = _wait_pipes(list(waiting), _remaining(deadline))
                 if not ready:
                     for k in sorted(waiting.values()):
                         replies[k] = self._replace(k, hung=True)
                     break
-                policy = self._policy
                 for conn in ready:
                     k = waiting.pop(conn)
-                    restarts = policy.restarts
+                    restarts = self.restarts
                     replies[k] = self._receive(k, expect)
-                    if policy.restarts != restarts and timeout is not None:
+                    if self.restarts != restarts and timeout is not None:
                         # a replacement's start is not the others' time to answer
                         deadline = time.monotonic() + timeout
         except BaseException:
@@ -269,29 +360,14 @@ class WorkerPool(Executor):
             if expect is ReplyKind.READY:  # a worker that cannot start will never start
                 self.close()
                 raise WorkerError(f"worker {k} failed to start:\n{reply.payload}")
-            return Reply(ReplyKind.ERROR, reply.payload, self._settle(k, failed=True),
-                         source=self._names[k])
+            return reply._replace(source=self._names[k])
         if expect is not ReplyKind.READY:
             self._policy.progress(k)  # it answered a command: progress
-        if reply.kind is ReplyKind.DONE and self._owed[k]:
-            return Reply(ReplyKind.DONE, envs=self._settle(k, failed=False),
-                         source=self._names[k])
         return reply
 
-    def _settle(self, k: int, failed: bool) -> np.ndarray:
-        """The envs the reply covers. An error ends its whole command: the envs it had not
-        answered for get no result."""
-        owed = self._owed[k]
-        covered = []
-        while owed:
-            ids, last = owed.popleft()
-            covered.append(ids)
-            if last or not failed:
-                break
-        return np.concatenate(covered) if covered else _NO_ENVS
-
     def _replace(self, k: int, hung: bool) -> Reply:
-        """Worker ``k`` died (or hung: kill it); start another with its envs' restart resets."""
+        """Worker ``k`` died (or hung: kill it); start another with its envs' restart resets.
+        Its envs in flight without a result are lost: reported with the restart."""
         worker = self._res.workers[k]
         assert worker is not None
         if hung:
@@ -303,8 +379,13 @@ class WorkerPool(Executor):
         cause = ("did not answer within the timeout of "
                  f"{self.timeout} s and was killed" if hung else worker.cause())
         tail = worker.stderr_tail()
+        if self._res.epoll is not None:
+            self._res.epoll.unregister(worker.conn.fileno())
         worker.release()
         self._res.workers[k] = None
+        block = self.blocks[k]
+        if self.buffers.progress[self._firsts[k]]:
+            self._policy.progress(k)  # it completed an env since it started
         why = self._policy.died(k)
         if why is not None:
             message = f"worker {k} (pid {worker.pid}) died: {cause}; {why}"
@@ -316,23 +397,25 @@ class WorkerPool(Executor):
             warnings.warn(f"fastatari: worker {k} (pid {worker.pid}) {cause}; restarted, its "
                           f"envs are reported truncated with info['worker_restarted']",
                           RuntimeWarning, stacklevel=5)
-        lost = [ids for ids, _ in self._owed[k]]
-        self._owed[k].clear()
-        block = self.blocks[k]
+        mine = np.zeros_like(self._in_flight)
+        mine[block] = True
+        lost = np.flatnonzero(mine & self._in_flight & (self.buffers.ticket < 0))
+        self._in_flight[lost] = False
+        self.buffers.op[block] = Op.IDLE  # ops it never took: the replacement must not run them
+        self.buffers.pending[self._firsts[k]] = 0
         self._launch(k, self.seeds.restart_resets(block.tolist(), self.restarts),
                      restarted=True)
         self._collect([k], expect=ReplyKind.READY)
-        return Reply(ReplyKind.RESTARTED, envs=np.concatenate(lost) if lost else _NO_ENVS,
-                     restarted=block, source=self._names[k])
+        return Reply(ReplyKind.RESTARTED, envs=lost, restarted=block, source=self._names[k])
 
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def _wait(conns: List[Connection], timeout: Optional[float]) -> List[Connection]:
+def _wait_pipes(conns: List[Connection], timeout: Optional[float]) -> List[Connection]:
     """``multiprocessing.connection.wait`` without the Python selector it builds per call
-    where ``poll(2)`` is at hand: this runs every step."""
+    where ``poll(2)`` is at hand."""
     if not hasattr(select, "poll"):  # Windows
         return wait(conns, timeout=timeout)  # type: ignore[return-value]
     poller = select.poll()

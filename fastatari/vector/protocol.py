@@ -1,24 +1,24 @@
-"""The messages between the trainer and its workers, encoded and decoded in one place.
+"""The messages between the trainer and its workers through their pipes, encoded in one place.
 
-Every message is one ``send_bytes`` of a connection: a one-byte tag, then a payload.
+Steps do not use the pipes: the trainer writes each env's :class:`Op` into shared memory and
+publishes it, the worker completes each env there (``csrc/fa_wait.c``). The pipes carry
+start-up, the rare commands, their replies and errors. Every message is one ``send_bytes``
+of a connection: a one-byte tag, then a payload.
 
-Commands (trainer -> worker):
+Commands (trainer -> worker), each announced by the worker's ``pending`` word and a publish:
 
 ======  =================================================================================
 tag     payload
 ======  =================================================================================
-``s``   STEP: ``chunk`` (uint16, little-endian), then one :class:`Op` byte per env of the
-        worker, in its ``env_ids`` order. Answered by DONE after every ``chunk`` envs run and
-        after the last (``chunk`` 0: once, after the last). The only per-step message: raw
-        bytes, nothing pickled.
 ``r``   RESET: pickled ``[(env_id, seed or None), ...]``. Answered by DONE.
 ``g``   RENDER: pickled ``[env_id, ...]``. Answered by RENDERED.
 ``c``   CLOSE: nothing. Not answered; the worker exits.
 ======  =================================================================================
 
-Replies (worker -> trainer): ``y`` READY (the worker's first resets are done), ``d`` DONE, ``g``
-RENDERED (pickled list of RGB screens), ``e`` ERROR (the worker's traceback, UTF-8). A command
-that raises is answered by ERROR instead of its (remaining) DONE replies.
+Replies (worker -> trainer): ``y`` READY (the worker's first resets are done), ``d`` DONE,
+``g`` RENDERED (pickled list of RGB screens), ``e`` ERROR (pickled: the worker's traceback and
+the envs of a step that got no result). A pipe command that raises is answered by ERROR
+instead; so is a step whose op raises, unasked.
 
 Start-up: the worker's first message from the trainer is :class:`WorkerConfig`, pickled.
 """
@@ -30,17 +30,19 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
+
 from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
 
-__all__ = ["Command", "Op", "Reply", "ReplyKind", "WorkerConfig", "decode_reply",
-           "encode_close", "encode_render", "encode_reset", "encode_step", "decode_step"]
+__all__ = ["Command", "Op", "Reply", "ReplyKind", "WorkerConfig", "decode_command",
+           "decode_reply", "encode_close", "encode_error", "encode_render", "encode_reset"]
 
 ResetRequest = Tuple[int, Optional[int]]  # (env id, seed or None)
 
 
 class Op(enum.IntEnum):
-    """What a STEP command asks of one env."""
+    """What the trainer asks of one env (its ``op`` word in shared memory)."""
 
     IDLE = 0
     STEP = 1
@@ -50,7 +52,6 @@ class Op(enum.IntEnum):
 class Command(bytes, enum.Enum):
     """A command's tag byte."""
 
-    STEP = b"s"
     RESET = b"r"
     RENDER = b"g"
     CLOSE = b"c"
@@ -96,19 +97,11 @@ class WorkerConfig:
     restarted: bool = False  # the resets replace games lost with a dead worker
     cpu: Optional[int] = None  # pin the process to this CPU before touching memory
     emulate: bool = True  # False: a step only writes its reward (the transport's benchmark)
+    wake_fd: int = -1  # the eventfd that wakes the trainer (inherited; -1: it naps)
     memory: Optional[Handle] = field(default=None)  # the shared memory, where not inherited
 
 
 # -- commands ------------------------------------------------------------------------------------
-def encode_step(chunk: int, ops: bytes) -> bytes:
-    return Command.STEP.value + chunk.to_bytes(2, "little") + ops
-
-
-def decode_step(data: bytes) -> Tuple[int, bytes]:
-    """``(chunk, ops)`` of a STEP command."""
-    return int.from_bytes(data[1:3], "little"), data[3:]
-
-
 def encode_reset(requests: Sequence[ResetRequest]) -> bytes:
     return Command.RESET.value + pickle.dumps(list(requests), pickle.HIGHEST_PROTOCOL)
 
@@ -122,7 +115,6 @@ def encode_close() -> bytes:
 
 
 def decode_command(data: bytes) -> Tuple[Command, Any]:
-    """A command other than STEP (the worker reads STEP's tag first, on its fast path)."""
     command = Command(data[:1])
     payload = pickle.loads(data[1:]) if command in (Command.RESET, Command.RENDER) else None
     return command, payload
@@ -141,8 +133,9 @@ def encode_rendered(screens: List[Any]) -> bytes:
     return ReplyKind.RENDERED.value + pickle.dumps(screens, pickle.HIGHEST_PROTOCOL)
 
 
-def encode_error(text: str) -> bytes:
-    return ReplyKind.ERROR.value + text.encode("utf-8", "replace")
+def encode_error(text: str, envs: Sequence[int] = ()) -> bytes:
+    return ReplyKind.ERROR.value + pickle.dumps((text, [int(i) for i in envs]),
+                                                pickle.HIGHEST_PROTOCOL)
 
 
 _DONE_REPLY = Reply(ReplyKind.DONE)
@@ -154,6 +147,7 @@ def decode_reply(data: bytes) -> Reply:
     kind = ReplyKind(data[:1])
     if kind is ReplyKind.RENDERED:
         return Reply(kind, pickle.loads(data[1:]))
-    if kind is ReplyKind.ERROR:
-        return Reply(kind, data[1:].decode("utf-8", "replace"))
+    if kind is ReplyKind.ERROR:  # envs: those of a step that got no result
+        text, envs = pickle.loads(data[1:])
+        return Reply(kind, text, envs=np.array(envs, np.int64))
     return Reply(kind)

@@ -6,10 +6,12 @@ layer. Observations never travel through the pipe: each game writes its stack st
 slot of the shared memory, and the worker writes every other result column there too (the
 columns come from :mod:`fastatari.core.schema`). Messages are those of :mod:`.protocol`.
 
-After each write to a worker's pipe the trainer bumps that worker's ``wake`` word in shared
-memory. A worker that has just answered watches the word for a moment before it sleeps in
-read(2): on a virtual machine, waking a sleeping process costs tens of microseconds on both
-sides, twice per step.
+Commands come through shared memory too (``csrc/fa_wait.c``): the trainer writes each env's
+op, then publishes a new generation; the worker takes its envs' ops and completes each env as
+its results are written. A worker that has just finished watches the generation for a moment
+before it sleeps on it: on a virtual machine, waking a sleeping process costs tens of
+microseconds on both sides. The pipe carries start-up, resets, renders, errors and CLOSE, each
+announced by the worker's ``pending`` word.
 """
 
 from __future__ import annotations
@@ -20,20 +22,29 @@ import sys
 import time
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from fastatari.core.game import ALE_ACTIONS, AtariGame
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import protocol
-from fastatari.vector._wait import wait_change
+from fastatari.vector._wait import claim, complete, generation, wait_generation
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.protocol import Command, Op, ResetRequest, WorkerConfig
 
-# How long an idle worker watches for its next command before sleeping in read(2)
+# How long an idle worker watches for its next command before it sleeps
 SPIN_SECONDS = 500e-6
-_STEP_TAG = Command.STEP.value[0]
+# How long it sleeps before it looks whether the trainer is still there
+LIVENESS_SECONDS = 0.5
+
+
+class StepError(Exception):
+    """An op raised; ``dropped``: the envs of the command that got no result."""
+
+    def __init__(self, dropped: List[int]) -> None:
+        super().__init__(dropped)
+        self.dropped = dropped
 
 
 class Worker:
@@ -45,7 +56,9 @@ class Worker:
         self._games_spec = dict(zip(config.env_ids, config.games, strict=True))
         self.same_step = config.same_step
         self.prereset = config.prereset
-        self.first = config.env_ids[0]  # where this worker's wake word lives
+        self.first = config.env_ids[0]  # where this worker's pending word lives
+        self._control = buffers.control
+        self._evfd = config.wake_fd
         self._ale_actions = config.ale_actions
         self._emulate = config.emulate
         self._action_maps: Dict[int, List[int]] = {}  # env -> ALE action -> its game's index
@@ -116,21 +129,29 @@ class Worker:
                 self._write(i, 0.0, False, False, info)
                 b.has_final[i] = False
 
-    def step(self, ops: bytes, chunk: int, answer: Callable[[], None]) -> None:
-        """Run one op per env (``ops[j]`` for env ``env_ids[j]``); call ``answer``
-        after every ``chunk`` envs and after the last (``chunk`` 0: after the last only)."""
-        self._to_prereset.clear()  # left over only if the previous command raised
-        count = 0
+    def run(self) -> None:
+        """Run the ops the trainer published for this worker's envs, each taken from the shared
+        ``op`` column and completed (ticket, count, the trainer's wake) as soon as its results
+        are written. If one raises, the ops not run yet are taken too and returned, the
+        failing env first, with the exception: the trainer learns exactly which envs got no
+        result, and none runs later behind its back."""
+        ops, tickets = self.buffers.op, self.buffers.ticket
+        control, evfd = self._control, self._evfd
         env_ids = self.env_ids
-        for j, op in enumerate(ops):
-            if op == Op.IDLE:
+        count = 0
+        for j, i in enumerate(env_ids):
+            op = claim(ops, i)
+            if not op:
                 continue
-            self._step_one(env_ids[j], op)
+            try:
+                self._step_one(i, op)
+            except Exception as error:
+                dropped = [i] + [k for k in env_ids[j + 1:] if claim(ops, k)]
+                raise StepError(dropped) from error
+            complete(control, tickets, i, evfd)
             count += 1
-            if chunk and count % chunk == 0:
-                answer()
-        if not chunk or count % chunk:
-            answer()
+        if count:
+            self.buffers.progress[self.first] += count  # it made progress: see RestartPolicy
         self._prereset()
 
     def _prereset(self) -> None:
@@ -188,7 +209,7 @@ class Worker:
 
 
 class _Waits:
-    """Whether to watch for the next command (a brief spin) or sleep in read(2) at once.
+    """Whether to watch for the next command (a brief spin) or sleep on it at once.
 
     A tight training loop sends the next step within ~100 µs of the last reply (the other
     workers' remaining work plus the trainer's own); catching it by watching saves a wake-up
@@ -229,8 +250,9 @@ def serve(conn: Connection) -> None:
         buffers = SharedBuffers(config.layout, config.memory)
         worker = Worker(buffers, config)
         worker.reset(config.resets, restarted=config.restarted)
+        seen = generation(buffers.control)  # before READY: no command is published before it
         conn.send_bytes(protocol.encode_ready())
-        _serve_commands(conn, worker, buffers)
+        _serve_commands(conn, worker, buffers, seen)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the trainer is gone
     except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
@@ -246,38 +268,49 @@ def serve(conn: Connection) -> None:
         conn.close()
 
 
-def _serve_commands(conn: Connection, worker: Worker, buffers: SharedBuffers) -> None:
-    wake = buffers.wake
-    seen = int(wake[worker.first])  # commands received; the trainer bumps it per command
+def _serve_commands(conn: Connection, worker: Worker, buffers: SharedBuffers,
+                    seen: int) -> None:
+    """Run each published command (``seen``: the generation before READY): the envs' ops from
+    shared memory, and the message in the pipe when the worker's ``pending`` word says so."""
+    control, pending, first = buffers.control, buffers.pending, worker.first
     waits = _Waits()
-
-    def answer() -> None:
-        conn.send_bytes(protocol.DONE)
-
     while True:
-        if waits.spin:
-            wait_change(wake, worker.first, seen, SPIN_SECONDS)
-        data = conn.recv_bytes()
+        if not wait_generation(control, seen, SPIN_SECONDS if waits.spin else 0.0,
+                               LIVENESS_SECONDS):
+            if conn.poll():  # nothing published: the trainer is gone (end of file) or wrote
+                if _pipe_command(conn, worker):  # without publishing
+                    return
+            continue
         waits.arrived()
-        seen += 1
-        try:
-            if data[0] == _STEP_TAG:
-                chunk, ops = protocol.decode_step(data)
-                worker.step(ops, chunk, answer)
-                waits.answered()
-                continue
-            command, payload = protocol.decode_command(data)
-            if command is Command.RESET:
-                worker.reset(payload)
-                conn.send_bytes(protocol.DONE)
-            elif command is Command.RENDER:
-                conn.send_bytes(protocol.encode_rendered(worker.render(payload)))
-            elif command is Command.CLOSE:
+        seen = generation(control)
+        if pending[first]:
+            pending[first] = 0
+            if _pipe_command(conn, worker):
                 return
-        except (BrokenPipeError, ConnectionResetError):
-            raise
-        except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
-            conn.send_bytes(protocol.encode_error(traceback.format_exc()))
+        try:
+            worker.run()
+        except StepError as error:
+            conn.send_bytes(protocol.encode_error(
+                "".join(traceback.format_exception(error.__cause__)), error.dropped))
+        waits.answered()
+
+
+def _pipe_command(conn: Connection, worker: Worker) -> bool:
+    """Run the command in the pipe (reset, render, close) and answer it; True for CLOSE."""
+    command, payload = protocol.decode_command(conn.recv_bytes())
+    try:
+        if command is Command.RESET:
+            worker.reset(payload)
+            conn.send_bytes(protocol.DONE)
+        elif command is Command.RENDER:
+            conn.send_bytes(protocol.encode_rendered(worker.render(payload)))
+        elif command is Command.CLOSE:
+            return True
+    except (BrokenPipeError, ConnectionResetError):
+        raise
+    except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
+        conn.send_bytes(protocol.encode_error(traceback.format_exc()))
+    return False
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

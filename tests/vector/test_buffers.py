@@ -45,7 +45,8 @@ def test_offsets_are_aligned_disjoint_and_in_bounds(num_envs, obs_shape):
     spans = []
     for name, (offset, dtype, shape) in layout.offsets().items():
         assert offset % 64 == 0, name
-        assert shape[0] == num_envs, name
+        # per-env columns, but the control words (at 0, one region for all)
+        assert shape[0] == num_envs if name != "control" else (offset, shape) == (0, (320,))
         end = offset + int(np.prod(shape)) * dtype.itemsize
         assert end <= layout.nbytes, name
         spans.append((offset, end, name))
@@ -57,7 +58,8 @@ def test_offsets_are_aligned_disjoint_and_in_bounds(num_envs, obs_shape):
 
 def test_layout_columns_cover_the_schema():
     names = set(Layout(2, (4, 84, 84)).offsets())
-    expected = {"obs", "final_obs", "action", "wake", "game_done", "has_final"}
+    expected = {"control", "obs", "final_obs", "action", "op", "ticket", "pending", "progress",
+                "game_done", "has_final"}
     expected |= {f.name for f in STEP_FIELDS + INFO_FIELDS}
     expected |= {"final_" + f.name for f in INFO_FIELDS}
     expected |= {"game_" + f.name for f in GAME_FIELDS}
@@ -78,8 +80,10 @@ def test_views_have_the_layout_dtypes_and_shapes(obs_shape):
     try:
         assert buf.obs.dtype == np.uint8 and buf.obs.shape == (n,) + obs_shape
         assert buf.final_obs.dtype == np.uint8 and buf.final_obs.shape == (n,) + obs_shape
-        for view, dtype in [(buf.action, np.int64), (buf.wake, np.int64),
-                            (buf.game_done, np.bool_), (buf.has_final, np.bool_)]:
+        for view, dtype in [(buf.action, np.int64), (buf.op, np.uint8), (buf.ticket, np.int64),
+                            (buf.pending, np.uint32), (buf.progress, np.int64),
+                            (buf.game_done, np.bool_),
+                            (buf.has_final, np.bool_)]:
             assert view.dtype == dtype and view.shape == (n,)
         for field in STEP_FIELDS:
             view = getattr(buf, field.name)
@@ -106,7 +110,8 @@ def test_views_do_not_alias_each_other(buffers):
     buffers.obs[...] = 255
     buffers.final_obs[...] = 255
     buffers.action[...] = -1
-    assert not buffers.wake.any() and not buffers.reward.any()
+    assert not buffers.op.any() and not buffers.ticket.any() and not buffers.pending.any()
+    assert not buffers.control.any() and not buffers.reward.any()
     assert not any(column.any() for column in buffers.info.values())
     buffers.info["lives"][:] = 5
     assert not buffers.final_info["lives"].any()

@@ -1,5 +1,5 @@
-"""fastatari.vector.protocol: every command and reply survives encode/decode, the DONE fast path,
-unknown tags, and the worker's start-up config."""
+"""fastatari.vector.protocol: every pipe command and reply survives encode/decode, the DONE
+fast path, unknown tags, and the worker's start-up config."""
 from __future__ import annotations
 
 import pickle
@@ -10,31 +10,9 @@ import pytest
 from fastatari.core.options import AtariOptions
 from fastatari.vector import protocol
 from fastatari.vector.buffers import Layout
-from fastatari.vector.protocol import Command, Op, Reply, ReplyKind, WorkerConfig
+from fastatari.vector.protocol import Command, Reply, ReplyKind, WorkerConfig
 
-OPS = bytes([Op.STEP, Op.IDLE, Op.RESET, Op.STEP])
-
-
-# -- commands ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("chunk", [0, 1, 65535])
-@pytest.mark.parametrize("ops", [b"", bytes([Op.STEP]), OPS, bytes([Op.IDLE]) * 1000])
-def test_step_round_trip(chunk, ops):
-    data = protocol.encode_step(chunk, ops)
-    assert data[:1] == Command.STEP.value
-    assert data[0] == ord("s")  # the worker's fast path reads the tag as one int
-    assert len(data) == 3 + len(ops)
-    assert protocol.decode_step(data) == (chunk, ops)
-
-
-def test_step_chunk_is_little_endian():
-    assert protocol.encode_step(0x0102, b"")[1:3] == b"\x02\x01"
-
-
-def test_step_chunk_above_uint16_is_refused():
-    with pytest.raises(OverflowError):
-        protocol.encode_step(65536, OPS)
-
-
+# -- commands (the pipe carries the rare ones: steps go through shared memory) ------------
 @pytest.mark.parametrize("requests", [
     [],
     [(0, None)],
@@ -102,22 +80,13 @@ def test_ready():
     "Fehler: Größe ≠ 84 — 失败 🎮",
 ])
 def test_error_round_trip(text):
-    data = protocol.encode_error(text)
+    data = protocol.encode_error(text, [3, 1])
     assert data[:1] == ReplyKind.ERROR.value
     reply = protocol.decode_reply(data)
     assert reply.kind is ReplyKind.ERROR
     assert reply.payload == text
-
-
-def test_error_with_unencodable_text_is_replaced_not_raised():
-    reply = protocol.decode_reply(protocol.encode_error("bad \udcff surrogate"))
-    assert reply.kind is ReplyKind.ERROR
-    assert reply.payload == "bad ? surrogate"
-
-
-def test_error_with_invalid_utf8_decodes_with_replacement():
-    reply = protocol.decode_reply(ReplyKind.ERROR.value + b"ok \xff")
-    assert reply.payload == "ok \ufffd"
+    assert reply.envs.tolist() == [3, 1] and reply.envs.dtype == np.int64  # no result for these
+    assert protocol.decode_reply(protocol.encode_error(text)).envs.size == 0
 
 
 def test_rendered_round_trip():
@@ -169,4 +138,5 @@ def test_worker_config_defaults():
                           layout=Layout(1, (4, 84, 84)), same_step=False, resets=())
     assert (config.restarted, config.cpu, config.memory) == (False, None, None)
     assert (config.prereset, config.ale_actions, config.emulate) == (False, False, True)
+    assert config.wake_fd == -1
     assert pickle.loads(pickle.dumps(config)) == config
