@@ -13,15 +13,7 @@ import numpy as np
 from _processes import alive, linux_only
 from fastatari.vector import make_vec
 
-FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=1200)
-
-
-def clean_run(n, seed, actions, **kwargs):
-    with make_vec("breakout", n, **FAST, **kwargs) as envs:
-        out = [envs.reset(seed=seed)[0]]
-        for a in actions:
-            out.append(envs.step(a)[0])
-    return out
+from test_workers import FAST, clean_run, run_script
 
 
 @linux_only
@@ -50,8 +42,6 @@ def test_a_worker_killed_while_the_trainer_sleeps_is_seen_at_once():
 
 @linux_only
 def test_ctrl_c_during_the_wait_closes_everything(tmp_path):
-    from test_workers import run_script
-
     result = run_script(tmp_path, """
         import os, signal, threading, time
         import numpy as np
@@ -128,8 +118,6 @@ def test_portable_waits_give_the_same_steps(tmp_path):
     """The waits of macOS and Windows (spin, then naps; the pipes looked at between naps),
     forced here with FASTATARI_PORTABLE_WAITS=1: the same bytes as the fast waits, sync and
     async, and a killed worker still seen through its pipe."""
-    from test_workers import run_script
-
     body = """
         import hashlib, os, signal, sys
         import numpy as np
