@@ -170,8 +170,12 @@ def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(t
     (nothing in /dev/shm), which the kernel frees with the last process holding it."""
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
+        import signal
         import numpy as np
         from fastatari import make_vec
+        # Ctrl-C as a terminal delivers it, also when pytest runs as a background job (whose
+        # children inherit SIGINT ignored)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         envs = make_vec("breakout", 4, num_workers=2, repeat_action_probability=0.0)
         envs.reset(seed=0)
         print("PIDS", *envs.worker_pids, flush=True)
@@ -182,20 +186,27 @@ def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(t
     for sig in (signal.SIGINT, signal.SIGKILL, signal.SIGTERM):
         proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env)
-        pids = [int(p) for p in proc.stdout.readline().split()[1:]]
-        assert len(pids) == 2 and all(alive(p) for p in pids)
-        with open(f"/proc/{proc.pid}/maps") as maps:
-            assert "/dev/shm/" not in maps.read()
-        assert blocks_held(proc.pid) and all(blocks_held(p) for p in pids)
-        time.sleep(0.3)
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=30)
-        if sig == signal.SIGINT:
-            assert "KeyboardInterrupt" in err
-        deadline = time.monotonic() + 1.0
-        while any(alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not any(alive(p) for p in pids), f"workers outlived the trainer ({sig.name})"
+        pids: list = []
+        try:
+            pids = [int(p) for p in proc.stdout.readline().split()[1:]]
+            assert len(pids) == 2 and all(alive(p) for p in pids)
+            with open(f"/proc/{proc.pid}/maps") as maps:
+                assert "/dev/shm/" not in maps.read()
+            assert blocks_held(proc.pid) and all(blocks_held(p) for p in pids)
+            time.sleep(0.3)
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=30)
+            if sig == signal.SIGINT:
+                assert "KeyboardInterrupt" in err
+            deadline = time.monotonic() + 1.0
+            while any(alive(p) for p in pids) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert not any(alive(p) for p in pids), f"workers outlived the trainer ({sig.name})"
+        finally:  # a failed check leaves nothing running
+            for pid in [proc.pid] + pids:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+            proc.communicate()
 
 
 # -- seeds -------------------------------------------------------------------------------------
