@@ -168,6 +168,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self.rom: Optional[str] = None if lineup.multi else self.games[0]
         self._game_index = lineup.game_index()
         self.metadata = dict(self.metadata, autoreset_mode=config.autoreset_mode)
+        self.autoreset_mode = config.autoreset_mode  # as gymnasium's Sync/AsyncVectorEnv
         self._same_step = config.same_step
         self._info_fields = info_fields(self.options)
         self._phase = np.zeros(num_envs, np.uint8)

@@ -37,6 +37,8 @@ def test_autoreset_mode_accepts_gymnasiums_enum_and_its_values(mode):
         assert envs.metadata["autoreset_mode"] == AutoresetMode(
             mode if not isinstance(mode, str) or mode[0].isupper()
             else {"next_step": "NextStep", "disabled": "Disabled"}[mode])
+        # the attribute too, as gymnasium's Sync/AsyncVectorEnv (TorchRL's GymWrapper reads it)
+        assert envs.autoreset_mode is envs.metadata["autoreset_mode"]
 
 
 def test_disabled_autoreset_matches_gymnasium_with_reset_masks():
