@@ -18,7 +18,7 @@ Modules, each importing only those above it:
     EnvPool);
 ``sections``
     the sections, one module each, and their registry (``envs``, ``kernels``, ``vector``,
-    ``transport``, ``multigame``, ``ray``);
+    ``transport``, ``trainer``, ``multigame``, ``ray``);
 ``runner``
     runs the chosen sections and builds the report (Markdown and JSON).
 

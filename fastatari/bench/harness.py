@@ -42,10 +42,11 @@ class BenchConfig:
     vector_steps: int = 4_096  # vector section: agent steps per round, for each system
     vector_envs: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # vector section: scaling
     startup_repeats: int = 3  # vector section: fresh interpreters per system, for start-up
+    quick: bool = False  # a smoke run (``--quick``): sections with a grid cut it to a few rows
 
 
 QUICK = {"rounds": 3, "steps": 300, "kernel_calls": 300, "vector_steps": 512,
-         "vector_envs": (1, 8, 32), "startup_repeats": 1}
+         "vector_envs": (1, 8, 32), "startup_repeats": 1, "quick": True}
 
 
 class Progress(Protocol):

@@ -52,6 +52,7 @@ class Opened:
     step: Callable[[np.ndarray], Any]
     close: Callable[[], None]
     sending: bool = False  # async: every env has a step in flight
+    batch_size: int | None = None  # async: envs one ``recv`` returns
 
 
 def _opened(env: Any, num_envs: int, num_actions: int, reset: Callable[[], Any],
@@ -65,15 +66,21 @@ def _opened(env: Any, num_envs: int, num_actions: int, reset: Callable[[], Any],
 
 
 def open_fastatari(config: BenchConfig, num_envs: int, num_workers: int | None = None,
-                   batch_size: int | None = None, env_class: type | None = None) -> Opened:
-    """fastatari's vector env (``env_class``: a subclass, e.g. over another executor)."""
+                   batch_size: int | None = None, env_class: type | None = None,
+                   **keywords: Any) -> Opened:
+    """fastatari's vector env (``env_class``: a subclass, e.g. over another executor);
+    ``keywords``: more of its keywords (``copy``, ``timeout``: :data:`TIMEOUT` unless
+    given)."""
     from fastatari.vector import AtariVectorEnv
 
+    keywords.setdefault("timeout", TIMEOUT)
     env = (env_class or AtariVectorEnv)(config.game, num_envs, num_workers=num_workers,
                                         batch_size=batch_size, repeat_action_probability=0.0,
-                                        timeout=TIMEOUT)
-    return _opened(env, num_envs, int(env.single_action_space.n),
-                   lambda: env.reset(seed=config.seed), env.step, env.close)
+                                        **keywords)
+    opened = _opened(env, num_envs, int(env.single_action_space.n),
+                     lambda: env.reset(seed=config.seed), env.step, env.close)
+    opened.batch_size = env.batch_size
+    return opened
 
 
 def open_gymnasium_async(config: BenchConfig, num_envs: int) -> Opened:
@@ -124,12 +131,20 @@ def envpool_version() -> str | None:
     return getattr(envpool, "__version__", "unknown")
 
 
-def open_envpool(config: BenchConfig, num_envs: int, num_threads: int) -> Opened:
+def open_envpool(config: BenchConfig, num_envs: int, num_threads: int,
+                 batch_size: int | None = None) -> Opened:
+    """EnvPool, reset; with ``batch_size`` (async), reset with ``async_reset``: every env is
+    then in flight, and ``recv`` returns the first ``batch_size`` to finish."""
     import envpool
 
+    batch = {} if batch_size is None else {"batch_size": batch_size}
     env = envpool.make(f"{camel_name(resolve_game(config.game))}-v5", env_type="gymnasium",
                        num_envs=num_envs, num_threads=num_threads, seed=config.seed,
                        repeat_action_probability=0.0, noop_max=30, stack_num=4,
                        img_height=84, img_width=84, gray_scale=True, frame_skip=FRAME_SKIP,
-                       reward_clip=False, use_fire_reset=False, episodic_life=False)
-    return _opened(env, num_envs, int(env.action_space.n), env.reset, env.step, env.close)
+                       reward_clip=False, use_fire_reset=False, episodic_life=False, **batch)
+    opened = _opened(env, num_envs, int(env.action_space.n),
+                     env.reset if batch_size is None else env.async_reset, env.step, env.close)
+    opened.batch_size = batch_size or num_envs
+    opened.sending = batch_size is not None
+    return opened

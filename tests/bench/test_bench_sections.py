@@ -8,8 +8,8 @@ import statistics
 import numpy as np
 import pytest
 
-from fastatari.bench.harness import CEILING_ONE_CORE, FRAME_SKIP, BenchConfig, Contender
-from fastatari.bench.sections import kernels, multigame, ray, transport, vector
+from fastatari.bench.harness import CEILING_ONE_CORE, FRAME_SKIP, QUICK, BenchConfig, Contender
+from fastatari.bench.sections import kernels, multigame, ray, trainer, transport, vector
 
 # --- kernels -------------------------------------------------------------------------------------
 
@@ -110,6 +110,139 @@ def test_vector_load_line_names_the_busiest_group():
         "to be trusted.** Other load: processes outside the harness took up to 0.40 cores on "
         "average during a group (busy); hypervisor steal up to 0.30 cores.")
     assert vector.groups_load_line(vector.VectorReport(2, None)) == ""
+
+
+def test_envpool_async_ratios_are_fastataris_rate_over_envpools_per_policy():
+    no, sleep = vector.ENVPOOL_ASYNC_POLICIES
+    seconds = {vector.envpool_async_name(vector.FASTATARI, no): [1.0, 1.0, 1.0],
+               vector.envpool_async_name(vector.ENVPOOL, no): [2.0, 3.0, 1.0],
+               vector.envpool_async_name(vector.FASTATARI, sleep): [1.0]}  # no EnvPool: none
+    assert vector.envpool_async_ratios(seconds) == {no: 2.0}
+
+
+def test_envpool_async_rows_are_built_lazily_and_only_for_systems_present():
+    names = [name for name, _ in vector.envpool_async_builders(BenchConfig(), 2, envpool=True)]
+    assert len(names) == 2 * len(vector.ENVPOOL_ASYNC_POLICIES)
+    alone = [name for name, _ in vector.envpool_async_builders(BenchConfig(), 2, envpool=False)]
+    assert alone == [vector.envpool_async_name(vector.FASTATARI, policy)
+                     for policy in vector.ENVPOOL_ASYNC_POLICIES]
+    assert f"N={3 * vector.ENVPOOL_ASYNC_BATCH} batch {vector.ENVPOOL_ASYNC_BATCH}" in alone[0]
+
+
+def test_envpool_async_table_says_skipped_for_rows_not_measured():
+    no, sleep = vector.ENVPOOL_ASYNC_POLICIES
+    report = vector.VectorReport(2, None, skipped={vector.ENVPOOL: "not importable"},
+                                 envpool_async=[
+        vector_result(vector.envpool_async_name(vector.FASTATARI, no), 24, 5000.0),
+        vector_result(vector.envpool_async_name(vector.FASTATARI, sleep), 24, 3000.0)])
+    lines = vector.envpool_async_table(report).splitlines()
+    assert lines[2].startswith(f"| {vector.FASTATARI} | {no} | 5,000 | 20,000 |")
+    assert lines[3] == f"| {vector.ENVPOOL} | {no} | skipped | — | not importable |"
+    assert lines[5] == f"| {vector.ENVPOOL} | {sleep} | skipped | — | not importable |"
+    assert len(lines) == 6  # no ratio without EnvPool
+    report.envpool_async_ratios = {no: 1.25}
+    assert vector.envpool_async_table(report).endswith(
+        f"{vector.FASTATARI} / {vector.ENVPOOL}, async, per round, median: {no}: 1.25×")
+
+
+# --- trainer -------------------------------------------------------------------------------------
+
+
+def trainer_result(w: int, n: int, us: float, copy: bool = False,
+                   emulate: bool = False) -> trainer.TrainerResult:
+    return trainer.TrainerResult(w, n, copy, emulate, 64, us, 1.0, 2 * us, [us])
+
+
+def test_fit_recovers_known_fixed_per_worker_and_per_env_costs():
+    points = trainer.transport_points()
+    results = [trainer_result(w, n, 20.0 + 1.5 * w + 0.03 * n) for n, w in points]
+    fit = trainer.fit_costs(results, "synthetic", copy=False)
+    assert fit is not None and fit.rows == len(points)
+    assert (fit.fixed_us, fit.per_worker_us, fit.per_env_us) == pytest.approx((20.0, 1.5, 0.03))
+    assert fit.max_residual_us == pytest.approx(0.0, abs=1e-9)
+    assert fit.predict(10, 100) == pytest.approx(38.0)
+    # one row off the plane by 5 µs: least squares spreads it, the largest residual shows it
+    results[0] = trainer_result(results[0].num_workers, results[0].num_envs,
+                                results[0].cpu_us + 5.0)
+    noisy = trainer.fit_costs(results, "synthetic", copy=False)
+    assert 0.0 < noisy.max_residual_us <= 5.0
+
+
+def test_fit_needs_three_rows_with_workers_and_envs_not_in_line():
+    assert trainer.fit_costs([trainer_result(1, 2, 10.0), trainer_result(2, 4, 12.0)],
+                             "two", False) is None
+    in_line = [trainer_result(w, 2 * w, 10.0 + w) for w in (1, 2, 4, 8)]  # N = 2·W always
+    assert trainer.fit_costs(in_line, "N = 2W", False) is None
+
+
+def test_the_grid_has_the_asked_rows_and_quick_cuts_it():
+    rows = trainer.grid(quick=False)
+    transport_rows = {(r.num_envs, r.num_workers, r.copy) for r in rows if not r.emulate}
+    for w in trainer.TRANSPORT_WORKERS:
+        for n in (2 * w, trainer.SHARED_ENVS):
+            assert {(n, w, False), (n, w, True)} <= transport_rows
+    for n in trainer.SWEEP_ENVS:
+        assert {(n, 2, False), (n, 2, True)} <= transport_rows
+    assert [(r.num_envs, r.num_workers) for r in rows if r.emulate] == list(
+        trainer.EMULATION_POINTS)
+    assert not any(r.copy for r in rows if r.emulate)
+    assert len(set(rows)) == len(rows)
+    quick = trainer.grid(quick=True)
+    assert len(quick) <= 10 and sum(r.num_workers for r in quick) <= 32
+    assert len(trainer.groups(quick)) == 1
+    # the quick rows still determine the fit
+    assert trainer.fit_costs([trainer_result(r.num_workers, r.num_envs, 1.0) for r in quick
+                              if not r.emulate and not r.copy], "quick", False) is not None
+    assert trainer.trainer_units(BenchConfig(**QUICK)) == len(quick) * (QUICK["rounds"] + 1)
+
+
+def test_groups_cap_live_workers_and_keep_a_points_rows_together():
+    rows = trainer.grid(quick=False)
+    planned = trainer.groups(rows, max_workers=trainer.MAX_LIVE_WORKERS)
+    assert [row for group in planned for row in group] == rows
+    for group in planned:
+        assert sum(r.num_workers for r in group) <= trainer.MAX_LIVE_WORKERS
+    where = {row: index for index, group in enumerate(planned) for row in group}
+    for row in rows:
+        twin = trainer.Row(row.num_workers, row.num_envs, not row.copy, row.emulate)
+        assert where.get(twin, where[row]) == where[row]
+    # a point larger than the cap gets a group of its own
+    big = [trainer.Row(64, 64, False, False), trainer.Row(64, 64, True, False)]
+    assert trainer.groups([trainer.Row(1, 2, False, False), *big], max_workers=100) == [
+        [trainer.Row(1, 2, False, False)], big]
+
+
+def test_trainer_summary_takes_medians_fits_each_copy_and_renders(monkeypatch):
+    monkeypatch.setattr(trainer, "usable_cores", lambda: 2)
+    config = BenchConfig(rounds=3, vector_steps=512)
+    samples = {}
+    for n, w in trainer.transport_points():
+        for copy in (False, True):
+            us = 30.0 + 2.0 * w + (3.0 if copy else 0.01) * n
+            samples[trainer.Row(w, n, copy, False)] = [
+                trainer.Sample(us + d, 1.0, 4 * us) for d in (-1.0, 0.0, 1.0)]
+    samples[trainer.Row(2, 64, False, True)] = [trainer.Sample(100.0, 1.0, 9000.0)] * 3
+    report = trainer.summarise(config, samples)
+    assert len(report.results) == len(samples) and report.usable_cores == 2
+    by_copy = {fit.copy: fit for fit in report.fits}
+    assert by_copy[False].per_env_us == pytest.approx(0.01)
+    assert by_copy[True].per_env_us == pytest.approx(3.0)
+    assert by_copy[True].per_worker_us == pytest.approx(2.0)
+    emulation = report.results[-1]
+    assert (emulation.emulate, emulation.cpu_us, emulation.steps_per_round) == (True, 100.0, 8)
+    assert report.results[0].steps_per_round == 64 and report.results[0].rounds_cpu_us == [
+        pytest.approx(report.results[0].cpu_us + d) for d in (-1.0, 0.0, 1.0)]
+
+    report.load, report.load_group, report.worker_restarts = {"other_cores": 0.5}, "g", 0
+    markdown = trainer.markdown_trainer(report, {"rounds": 3})
+    assert markdown.count("\n| ") == 1 + len(samples)  # header and rows
+    assert "| emulation | False | 2 | 64 | 8 | 100.0 | 1.00 | 9,000 | 0.01 | — |" in markdown
+    assert ("- transport only, copy=False (16 rows): trainer CPU µs/step = 30.00 + 2.000·W "
+            "+ 0.0100·N") in markdown
+    assert "2 usable cores" in markdown
+    assert "**Warning: the machine was not idle" in markdown
+    assert markdown.endswith("worker restarts: 0.")
+    assert trainer.signed(-0.5, 2) == "− 0.50"
 
 
 # --- transport -----------------------------------------------------------------------------------

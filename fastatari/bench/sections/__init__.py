@@ -9,10 +9,11 @@ command line take every section from this registry.
 from __future__ import annotations
 
 from fastatari.bench.harness import Section
-from fastatari.bench.sections import envs, kernels, multigame, ray, transport, vector
+from fastatari.bench.sections import envs, kernels, multigame, ray, trainer, transport, vector
 
 REGISTRY: tuple[Section, ...] = (envs.SECTION, kernels.SECTION, vector.SECTION,
-                                 transport.SECTION, multigame.SECTION, ray.SECTION)
+                                 transport.SECTION, trainer.SECTION, multigame.SECTION,
+                                 ray.SECTION)
 SECTIONS = tuple(section.name for section in REGISTRY)  # the names ``--section`` takes
 
 __all__ = ["REGISTRY", "SECTIONS"]

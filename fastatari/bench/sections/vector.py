@@ -1,6 +1,6 @@
 """The ``vector`` section: whole vector envs side by side, in bounded time.
 
-Four measurements, all with Breakout-style settings (sticky actions off, frame skip 4, 84×84
+Five measurements, all with Breakout-style settings (sticky actions off, frame skip 4, 84×84
 gray, stack 4, noop_max 30, no reward clipping, no fire reset, no episodic life) and random
 actions drawn in advance from a seeded generator:
 
@@ -12,7 +12,11 @@ actions drawn in advance from a seeded generator:
    process per env);
 3. **start-up and memory** at ``STARTUP_ENVS`` envs, each system in a fresh interpreter
    (:mod:`fastatari.bench.fresh`), so that import costs and memory are comparable;
-4. **async against sync** with a simulated policy of ``POLICY_SECONDS`` per batch.
+4. **async against sync** with a simulated policy of ``POLICY_SECONDS`` per batch;
+5. **async against EnvPool's async**: ``send``/``recv`` of ``ENVPOOL_ASYNC_BATCH`` envs out of
+   ``ENVPOOL_ASYNC_ENVS`` (3 batches), fastatari's and EnvPool's (``async_reset``, ``recv``,
+   ``send(actions, env_id)``) with as many threads as fastatari has workers, each with no
+   policy and with a ``POLICY_SECONDS`` sleep per batch, all four in the same rounds.
 
 The ceiling is measured, not multiplied: one bare ``ale.act`` loop per usable core, each in
 its own process, all started together (:class:`fastatari.bench.ceiling.ParallelCeiling`); a
@@ -73,6 +77,8 @@ GYM_ASYNC_MAX_ENVS = 16
 STARTUP_ENVS = 16
 ASYNC_ENVS, ASYNC_BATCH = 16, 8
 POLICY_SECONDS = 0.002
+ENVPOOL_ASYNC_BATCH = 8
+ENVPOOL_ASYNC_ENVS = 3 * ENVPOOL_ASYNC_BATCH
 
 CEILING = "raw ALE ceiling"  # one bare loop per core, in parallel processes
 CEILING_TIMES_CORES = "raw ALE, 1 core × cores"
@@ -121,6 +127,8 @@ class VectorReport:
     startup: list[StartupResult] = field(default_factory=list)
     async_policy: list[VectorResult] = field(default_factory=list)
     async_speedups: dict[str, float] = field(default_factory=dict)
+    envpool_async: list[VectorResult] = field(default_factory=list)  # fastatari's and EnvPool's
+    envpool_async_ratios: dict[str, float] = field(default_factory=dict)  # policy → ratio
     load: dict[str, dict[str, float]] = field(default_factory=dict)  # group → LoadWatch.stop()
     skipped: dict[str, str] = field(default_factory=dict)
     plot: str | None = None
@@ -156,11 +164,12 @@ def sync_contender(name: str, opened: Opened, config: BenchConfig, note: str,
 
 
 def async_contender(name: str, opened: Opened, config: BenchConfig, note: str,
-                    policy: Callable[[], None]) -> Contender:
-    """Receive the first batch to finish, run the policy, send its actions back, while the
-    other envs keep emulating."""
+                    policy: Callable[[], None] | None) -> Contender:
+    """Receive the first batch to finish, run the policy (if any), send its actions back,
+    while the other envs keep emulating. Any env with fastatari's ``send``/``recv``
+    (``info["env_id"]``): fastatari's, EnvPool's."""
     env = opened.env
-    batch = env.batch_size
+    batch = opened.batch_size or opened.num_envs
     recvs = max(1, config.vector_steps // batch)
     rows = draw_vector_actions(config, opened.num_actions, (recvs, batch))
     if not opened.sending:  # the first contender on this env starts every env stepping
@@ -170,7 +179,8 @@ def async_contender(name: str, opened: Opened, config: BenchConfig, note: str,
     def run(round_index: int) -> None:
         for actions in rows[round_index]:
             info = env.recv()[4]
-            policy()
+            if policy is not None:
+                policy()
             env.send(actions, info["env_id"])
 
     return Contender("vector", name, recvs * batch, run, note=note, close=opened.close)
@@ -188,6 +198,7 @@ class Group:
     num_envs: int
     builders: list[tuple[str, Builder]]
     with_ceiling: bool = True
+    role: str = "scaling"  # which part of the report: "scaling", "async" or "envpool async"
 
 
 def run_group(group: Group, ceiling: ParallelCeiling | None, config: BenchConfig,
@@ -292,6 +303,41 @@ def async_builders(config: BenchConfig, cores: int) -> list[tuple[str, Builder]]
     return builders
 
 
+ENVPOOL_ASYNC_POLICIES = ("no policy", f"{POLICY_SECONDS * 1e3:g} ms sleep policy")
+
+
+def envpool_async_name(system: str, policy: str) -> str:
+    return f"{system} async N={ENVPOOL_ASYNC_ENVS} batch {ENVPOOL_ASYNC_BATCH}, {policy}"
+
+
+def envpool_async_builders(config: BenchConfig, cores: int,
+                           envpool: bool) -> list[tuple[str, Builder]]:
+    """fastatari's async and EnvPool's (when importable) at the same envs, batch and worker or
+    thread count, each with no policy and with the sleeping one; one env per system, shared by
+    its two policies."""
+    workers = min(cores, ENVPOOL_ASYNC_ENVS)
+    opens = {FASTATARI: lambda: open_fastatari(config, ENVPOOL_ASYNC_ENVS, num_workers=workers,
+                                               batch_size=ENVPOOL_ASYNC_BATCH),
+             ENVPOOL: lambda: open_envpool(config, ENVPOOL_ASYNC_ENVS, workers,
+                                           batch_size=ENVPOOL_ASYNC_BATCH)}
+    envs: dict[str, Opened] = {}
+    notes = {FASTATARI: f"send/recv, {workers} worker processes",
+             ENVPOOL: f"async_reset, recv, send(actions, env_id); {workers} threads"}
+
+    def build(system: str, policy: str) -> Builder:
+        def contender() -> Contender:
+            if system not in envs:
+                envs[system] = opens[system]()
+            return async_contender(envpool_async_name(system, policy), envs[system], config,
+                                   notes[system], None if policy == "no policy"
+                                   else sleep_policy)
+        return contender
+
+    systems = (FASTATARI, ENVPOOL) if envpool else (FASTATARI,)
+    return [(envpool_async_name(system, policy), build(system, policy))
+            for policy in ENVPOOL_ASYNC_POLICIES for system in systems]
+
+
 @dataclass
 class VectorPlan:
     config: BenchConfig
@@ -318,7 +364,10 @@ def plan_vector(config: BenchConfig) -> VectorPlan:
             groups.append(Group(f"scaling, N={num_envs}", num_envs,
                                 system_builders(config, num_envs, cores, envpool is not None)))
     groups.append(Group(f"async vs sync, N={ASYNC_ENVS}", ASYNC_ENVS,
-                        async_builders(config, cores), with_ceiling=False))
+                        async_builders(config, cores), with_ceiling=False, role="async"))
+    groups.append(Group(f"async vs EnvPool, N={ENVPOOL_ASYNC_ENVS}", ENVPOOL_ASYNC_ENVS,
+                        envpool_async_builders(config, cores, envpool is not None),
+                        with_ceiling=False, role="envpool async"))
     startup_systems = [system for system in (FASTATARI, GYM_ASYNC, ALE_VECTOR, ENVPOOL)
                        if system != ENVPOOL or envpool is not None]
     units = sum((len(g.builders) + g.with_ceiling) * (config.rounds + 1) for g in groups)
@@ -411,11 +460,14 @@ def run_vector(plan: VectorPlan, bar: Progress | None) -> VectorReport:
             if index == 0:
                 report.throughput = with_cores_row(results, seconds, plan.cores)
                 report.ratios = headline_ratios(seconds)
-            if group.with_ceiling:
+            if group.role == "scaling":
                 scaling[group.num_envs] = [r for r in results if r.system != CEILING_ONE_CORE]
-            else:
+            elif group.role == "async":
                 report.async_policy = results
                 report.async_speedups = async_speedups(seconds)
+            else:
+                report.envpool_async = results
+                report.envpool_async_ratios = envpool_async_ratios(seconds)
     finally:
         ceiling.close()
     report.scaling = [r for n in sorted(scaling) if n in config.vector_envs for r in scaling[n]]
@@ -454,6 +506,17 @@ def async_speedups(seconds: dict[str, list[float]]) -> dict[str, float]:
         if sync and async_ and seconds[sync[0]] and seconds[async_[0]]:
             speedups[f"{kind} policy"] = median_ratio(seconds[sync[0]], seconds[async_[0]])
     return speedups
+
+
+def envpool_async_ratios(seconds: dict[str, list[float]]) -> dict[str, float]:
+    """fastatari's async steps/s over EnvPool's, per policy, per round, median."""
+    ratios = {}
+    for policy in ENVPOOL_ASYNC_POLICIES:
+        ours = seconds.get(envpool_async_name(FASTATARI, policy))
+        theirs = seconds.get(envpool_async_name(ENVPOOL, policy))
+        if ours and theirs:
+            ratios[policy] = median_ratio(theirs, ours)
+    return ratios
 
 
 # --- Plot ----------------------------------------------------------------------------------------
@@ -548,6 +611,28 @@ def async_table(report: VectorReport) -> str:
                     f"{speedups}" if speedups else "")
 
 
+def envpool_async_table(report: VectorReport) -> str:
+    """Every system and policy of the comparison: measured, or skipped with the reason."""
+    by = {r.system: r for r in report.envpool_async}
+    rows = []
+    for policy in ENVPOOL_ASYNC_POLICIES:
+        for system in (FASTATARI, ENVPOOL):
+            name = envpool_async_name(system, policy)
+            r = by.get(name)
+            if r is not None:
+                rows.append([system, policy, f"{r.steps_per_s:,.0f}", f"{r.frames_per_s:,.0f}",
+                             r.note])
+                continue
+            why = report.skipped.get(f"{name}, N={ENVPOOL_ASYNC_ENVS}",
+                                     report.skipped.get(system, "not measured"))
+            rows.append([system, policy, "skipped", "—", why])
+    table = markdown_table(["system", "policy", "steps/s", "frames/s", "note"], rows)
+    ratios = " · ".join(f"{policy}: {value:.2f}×"
+                        for policy, value in report.envpool_async_ratios.items())
+    return table + (f"\n\n{FASTATARI} / {ENVPOOL}, async, per round, median: {ratios}"
+                    if ratios else "")
+
+
 def groups_load_line(report: VectorReport) -> str:
     """The other processes' load in the group where it was highest, and the most steal."""
     if not report.load:
@@ -587,6 +672,12 @@ def markdown_vector(report: VectorReport, config: dict[str, Any]) -> str:
         parts.append(f"#### Async against sync, fastatari, {POLICY_SECONDS * 1e3:g} ms policy "
                      "per batch\n\nbusy-wait holds a core, as CPU inference does; sleep frees "
                      "it, as waiting on an accelerator roughly does.\n\n" + async_table(report))
+    if report.envpool_async:
+        parts.append(f"#### Async, fastatari against EnvPool, N={ENVPOOL_ASYNC_ENVS}, batch "
+                     f"{ENVPOOL_ASYNC_BATCH}\n\nrecv the first {ENVPOOL_ASYNC_BATCH} envs to "
+                     "finish, then the policy (none, or a sleep per batch), send their actions "
+                     "back; the same envs, batch and worker processes or threads, all four in "
+                     "the same rounds.\n\n" + envpool_async_table(report))
     parts.append(groups_load_line(report))
     if report.skipped:
         parts.append("Skipped: " + "; ".join(f"{name}: {why}"
