@@ -162,6 +162,12 @@ def control_words_misaligned() -> np.ndarray:
     return raw[start:start + CONTROL_BYTES]
 
 
+def test_the_layout_reserves_the_control_words():
+    from fastatari.vector.buffers import CONTROL_BYTES as reserved
+
+    assert reserved == CONTROL_BYTES
+
+
 def test_not_in_the_kernels():
     from fastatari import _kernels
 

@@ -20,7 +20,10 @@ from typing import Dict, Optional, Tuple, Union
 import numpy as np
 
 from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
-from fastatari.vector._wait import CONTROL_BYTES
+
+#: The control words at offset 0: csrc/fa_wait.h's FA_CONTROL_BYTES (a test holds them equal;
+#: written here so that the layout needs no compiled module).
+CONTROL_BYTES = 320
 
 __all__ = ["Layout", "SharedMemory", "SharedBuffers"]
 
