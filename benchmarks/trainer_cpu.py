@@ -1,0 +1,41 @@
+"""The trainer thread's CPU time per sync step of one vector env, for comparing two installs.
+
+    python benchmarks/trainer_cpu.py N WORKERS STEPS
+
+Breakout, sticky actions off, random actions, ``copy=False``, real emulation; prints the
+trainer thread's CPU µs per step (``getrusage(RUSAGE_THREAD)``, user + sys: its own work,
+whatever the core count) and the wall µs per step. Run it alternately with each install (the
+README's before/after table: commit 56f64a6, the pipe per worker, and the step through shared
+memory); ``fastatari bench --section trainer`` is the full grid, with transport-only rows.
+"""
+from __future__ import annotations
+
+import resource
+import sys
+import time
+
+import numpy as np
+
+import fastatari
+
+
+def main() -> None:
+    n, workers, steps = (int(arg) for arg in sys.argv[1:4])
+    envs = fastatari.make_vec("breakout", n, num_workers=workers,
+                              repeat_action_probability=0.0, copy=False)
+    envs.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, 4, (steps, n))
+    for a in actions[:min(100, steps)]:  # warm-up
+        envs.step(a)
+    before, start = resource.getrusage(resource.RUSAGE_THREAD), time.perf_counter()
+    for a in actions:
+        envs.step(a)
+    after, wall = resource.getrusage(resource.RUSAGE_THREAD), time.perf_counter() - start
+    envs.close()
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    print(f"N={n} W={workers} trainer_cpu_us {cpu / steps * 1e6:.1f} "
+          f"wall_us {wall / steps * 1e6:.0f}")
+
+
+if __name__ == "__main__":
+    main()
