@@ -29,7 +29,7 @@ from fastatari.vector.config import VectorConfig
 from fastatari.vector.lineup import Lineup
 from fastatari.vector.protocol import Reply, ReplyKind, ResetRequest
 
-__all__ = ["Executor", "Plan", "RestartPolicy", "SeedBook", "raise_errors"]
+__all__ = ["Executor", "Plan", "RestartPolicy", "SeedBook", "WorkerError", "raise_errors"]
 
 
 class WorkerError(RuntimeError):
