@@ -25,7 +25,7 @@ from fastatari.vector.contract import State
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.executor import Plan
 from fastatari.vector.pool import WorkerPool
-from fastatari.vector.protocol import Op, Reply, ReplyKind, ResetRequest
+from fastatari.vector.protocol import Reply, ReplyKind, ResetRequest
 
 __all__ = ["ActorRestarted", "EnvActor"]
 
@@ -74,8 +74,8 @@ class EnvActor:
         description and the rows after the resets."""
         self.close()
         pool = WorkerPool(self.plan)
-        pool.seeds.last = list(seeds)
-        pool.seeds.games_exist = bool(resets)
+        if resets:
+            pool.seeds.take_over(seeds)
         if rows is not None:
             pool.buffers.put_rows(np.arange(self.plan.num_envs), rows)
         pool.start(resets, restarted=bool(resets))
@@ -99,10 +99,7 @@ class EnvActor:
         """Run ``ops`` (one per env of the block) on ``ids`` with ``actions``; wait for all."""
         pool = self._check(epoch)
         pool.buffers.action[ids] = actions
-        if ids.size == self.plan.num_envs and (ops == Op.STEP).all():
-            pool.run_all()
-        else:
-            pool.run(ops, ids)
+        pool.run(ops, ids)
         replies: List[Reply] = []
         while pool.busy():
             replies += pool.collect()

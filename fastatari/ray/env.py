@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode
 from fastatari.core import validate
 from fastatari.ray.executor import PLACEMENTS, RayExecutor, Recovered
 from fastatari.ray.infos import concat
-from fastatari.vector.config import VectorConfig, split_keywords
+from fastatari.vector.config import VectorConfig
 from fastatari.vector.contract import State
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.executor import Executor, Plan
@@ -57,10 +57,6 @@ class RayAtariVectorEnv(AtariVectorEnv):
                  actor_timeout: Optional[float] = DEFAULT_ACTOR_TIMEOUT,
                  **keywords: Any) -> None:
         self._state = State.CLOSED  # until construction succeeds
-        num_envs = validate.check_int("num_envs", num_envs, 1)
-        vector, options = split_keywords(keywords)
-        # num_workers and cpus are each actor's, checked on its node
-        config = VectorConfig.checked(num_envs, **dict(vector, num_workers=None, cpus=None))
         actor_timeout = validate.check_timeout("actor_timeout", actor_timeout)
         if not (placement in PLACEMENTS or not isinstance(placement, str)):
             raise ValueError(f"placement must be one of {PLACEMENTS} or a Ray scheduling "
@@ -69,12 +65,16 @@ class RayAtariVectorEnv(AtariVectorEnv):
         if actor_options.get("max_task_retries", 0) != 0:
             raise ValueError("actor_options must not set max_task_retries: a step re-run on a "
                              "restarted actor would silently diverge from what was reported")
-        plan, meanings = self._plan(game, num_envs, config, options)
-        self._ray = dict(keywords=vector, num_actors=num_actors, placement=placement,
+        self._ray = dict(num_actors=num_actors, placement=placement,
                          actor_options=actor_options, actor_timeout=actor_timeout)
-        self._open(plan, self._make_executor(plan), meanings)
-        self.num_workers = vector.get("num_workers")  # per actor (None: its node's cores)
-        self.actor_timeout = actor_timeout
+        super().__init__(game, num_envs, **keywords)
+        self.num_workers = self._ray["keywords"].get("num_workers")  # per actor (None: its
+        self.actor_timeout = actor_timeout  # node's cores)
+
+    def _checked_config(self, num_envs: int, vector: Dict[str, Any]) -> VectorConfig:
+        # num_workers and cpus are each actor's, checked on its node: the actors get them raw
+        self._ray["keywords"] = vector
+        return VectorConfig.checked(num_envs, **dict(vector, num_workers=None, cpus=None))
 
     def _make_executor(self, plan: Plan) -> Executor:
         return RayExecutor(plan, **self._ray)

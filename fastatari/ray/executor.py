@@ -273,9 +273,6 @@ class RayExecutor(Executor):
             self.close()
             raise RuntimeError(f"actor {k} died: {cause}; {why}")
 
-    def _owner(self, ids: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self._lasts, ids)
-
     def _take_answer(self, k: int, answer: Tuple[List[Reply], np.ndarray, Dict[str, Any]]
                      ) -> List[Reply]:
         """Write an actor's rows into the driver's columns; its replies in global env ids."""
@@ -289,10 +286,8 @@ class RayExecutor(Executor):
 
     # -- the executor's calls --------------------------------------------------------------------
     def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
-        owners = self._owner(ids)
-        for k in np.unique(owners).tolist():
-            block = self.blocks[k]
-            mine = ids[owners == k]
+        for k, rows in self._by_actor(ids):
+            block, mine = self.blocks[k], ids[rows]
             self.submit(k, "run", ops[block.start:block.stop], self.buffers.action[mine],
                         mine - block.start, ids=mine)
 
@@ -327,31 +322,32 @@ class RayExecutor(Executor):
             return [Reply(ReplyKind.ERROR, str(error), envs=call.ids,
                           source=f"actor {call.actor}")]
 
-    def _by_actor(self, ids: np.ndarray) -> Dict[int, np.ndarray]:
-        owners = self._owner(ids)
-        return {k: ids[owners == k] for k in np.unique(owners).tolist()}
+    def _by_actor(self, ids: np.ndarray) -> List[Tuple[int, np.ndarray]]:
+        """Each actor owning some of ``ids``, with the mask of its rows in ``ids``."""
+        owners = np.searchsorted(self._lasts, ids)
+        return [(k, owners == k) for k in np.unique(owners).tolist()]
 
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         self.seeds.record(requests)
         ids = np.array([i for i, _ in requests], np.int64)
         seed_of = dict(requests)
         replies: List[Reply] = []
-        for k, mine in self._by_actor(ids).items():
+        for k, rows in self._by_actor(ids):
             start = int(self._starts[k])
-            answer, seen = self.call(k, "reset", [(i - start, seed_of[i]) for i in mine.tolist()])
+            answer, seen = self.call(k, "reset",
+                                     [(i - start, seed_of[i]) for i in ids[rows].tolist()])
             replies += seen + self._take_answer(k, answer)
         return replies
 
     def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
         out: Optional[np.ndarray] = None
         replies: List[Reply] = []
-        owners = self._owner(ids)
-        for k, mine in self._by_actor(ids).items():
-            (screens, answer), seen = self.call(k, "render", mine - self._starts[k])
+        for k, rows in self._by_actor(ids):
+            (screens, answer), seen = self.call(k, "render", ids[rows] - self._starts[k])
             replies += seen + self._take_answer(k, answer)
             if out is None:
                 out = np.empty((ids.size,) + screens.shape[1:], screens.dtype)
-            out[owners == k] = screens
+            out[rows] = screens
         assert out is not None
         return out, replies
 

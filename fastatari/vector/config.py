@@ -79,21 +79,15 @@ class VectorConfig:
     def next_step(self) -> bool:
         return self.autoreset_mode == AutoresetMode.NEXT_STEP
 
-    def keywords(self) -> Dict[str, Any]:
-        """The fields as keywords for another vector env (an actor's local one)."""
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-
 
 #: The keyword names :class:`VectorConfig` declares.
 VECTOR_KEYWORDS: Tuple[str, ...] = tuple(f.name for f in dataclasses.fields(VectorConfig))
 
 
-def split_keywords(keywords: Dict[str, Any],
-                   names: Tuple[str, ...] = VECTOR_KEYWORDS) -> Tuple[Dict[str, Any],
-                                                                      Dict[str, Any]]:
+def split_keywords(keywords: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """``(vector keywords, the rest)``: the rest are :class:`~fastatari.AtariOptions` fields
     (checked, with their own errors, by the options)."""
-    vector = {key: value for key, value in keywords.items() if key in names}
-    rest = {key: value for key, value in keywords.items() if key not in names}
+    vector = {key: value for key, value in keywords.items() if key in VECTOR_KEYWORDS}
+    rest = {key: value for key, value in keywords.items() if key not in VECTOR_KEYWORDS}
     return vector, rest
 

@@ -115,11 +115,16 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._state = State.CLOSED  # until construction succeeds
         num_envs = validate.check_int("num_envs", num_envs, 1)
         vector, options = split_keywords(keywords)
-        config = VectorConfig.checked(num_envs, **vector)
+        config = self._checked_config(num_envs, vector)
         plan, meanings = self._plan(game, num_envs, config, options)
         self._open(plan, self._make_executor(plan), meanings)
 
     # -- construction ----------------------------------------------------------------------------
+    def _checked_config(self, num_envs: int, vector: Dict[str, Any]) -> VectorConfig:
+        """The vector keywords checked for this env (``fastatari.ray`` leaves some to its
+        actors)."""
+        return VectorConfig.checked(num_envs, **vector)
+
     @staticmethod
     def _plan(game: str | Sequence[str], num_envs: int, config: VectorConfig,
               options: Dict[str, Any]) -> Tuple[Plan, List[str]]:
@@ -176,7 +181,6 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._ended = np.zeros(num_envs, bool)  # its last result ended an episode (not same-step)
         self._restarted = np.zeros(num_envs, bool)  # reported once, on the next result
         self._all_ids = np.arange(num_envs)
-        self._step_ops = np.full(num_envs, Op.STEP, np.uint8)
         self._buf = executor.buffers
         if not started:
             try:

@@ -126,6 +126,11 @@ class SeedBook:
         self.last: List[Optional[int]] = [None] * len(self.env_ids)
         self.games_exist = False  # games are built at the first reset
 
+    def take_over(self, last: Sequence[Optional[int]]) -> None:
+        """Games that existed elsewhere (a dead actor's), last seeded with ``last``."""
+        self.last = list(last)
+        self.games_exist = True
+
     def record(self, requests: Sequence[ResetRequest]) -> None:
         for i, seed in requests:
             if seed is not None:

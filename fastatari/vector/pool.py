@@ -35,7 +35,7 @@ import time
 import warnings
 import weakref
 from multiprocessing.connection import Connection, wait
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -60,7 +60,6 @@ SPIN_SECONDS = 5e-6
 NAP_SLICE_SECONDS = 2e-3
 #: FASTATARI_PORTABLE_WAITS=1 uses the portable waits where the fast ones exist (to test them).
 PORTABLE_WAITS = not _wait.FAST_WAITS or os.environ.get("FASTATARI_PORTABLE_WAITS") == "1"
-_NO_ENVS = np.zeros(0, np.int64)
 
 
 class _Resources:
@@ -156,7 +155,7 @@ class WorkerPool(Executor):
             for k in range(self.num_workers):
                 mine = [r for r in resets if self._owner[r[0]] == k]
                 self._launch(k, mine, restarted=restarted)
-            self._collect(list(range(self.num_workers)), expect=ReplyKind.READY)
+            self._pipe_replies(list(range(self.num_workers)), expect=ReplyKind.READY)
         except BaseException:
             self.close()
             raise
@@ -288,30 +287,33 @@ class WorkerPool(Executor):
 
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         self.seeds.record(requests)
-        commands = self._by_worker([i for i, _ in requests], list(requests))
-        seen: List[Reply] = []
-        while commands:  # a worker that died meanwhile is restarted, then asked again
-            self._send({k: encode_reset(mine) for k, mine in commands.items()})
-            replies = self._collect(list(commands))
-            seen.extend(replies.values())
-            commands = {k: commands[k] for k, r in replies.items()
-                        if r.kind is ReplyKind.RESTARTED}
-        return seen
+        return self._ask(self._by_worker([i for i, _ in requests], list(requests)),
+                         encode_reset)[0]
 
     def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
         commands = self._by_worker(ids.tolist(), ids.tolist())
+        seen, last = self._ask(commands, encode_render)
         screens: Dict[int, np.ndarray] = {}
+        for k, reply in last.items():
+            if reply.kind is ReplyKind.RENDERED:
+                screens.update(zip(commands[k], reply.payload, strict=True))
+        return np.stack([screens[i] for i in ids.tolist()]), seen
+
+    def _ask(self, commands: Dict[int, list],
+             encode: Callable[[list], bytes]) -> Tuple[List[Reply], Dict[int, Reply]]:
+        """Send each worker its command and collect the replies; a worker that died meanwhile
+        is restarted (its games fresh) and asked again. Returns every reply seen and each
+        worker's last."""
         seen: List[Reply] = []
-        while commands:  # a restarted worker renders its fresh games when asked again
-            self._send({k: encode_render(mine) for k, mine in commands.items()})
-            replies = self._collect(list(commands))
+        last: Dict[int, Reply] = {}
+        while commands:
+            self._send({k: encode(mine) for k, mine in commands.items()})
+            replies = self._pipe_replies(list(commands))
             seen.extend(replies.values())
-            for k, reply in replies.items():
-                if reply.kind is ReplyKind.RENDERED:
-                    screens.update(zip(commands[k], reply.payload, strict=True))
+            last.update(replies)
             commands = {k: commands[k] for k, r in replies.items()
                         if r.kind is ReplyKind.RESTARTED}
-        return np.stack([screens[i] for i in ids.tolist()]), seen
+        return seen, last
 
     def _by_worker(self, envs: List[int], items: list) -> Dict[int, list]:
         """``items`` (one per env of ``envs``) grouped by the envs' workers."""
@@ -320,7 +322,7 @@ class WorkerPool(Executor):
             commands.setdefault(int(self._owner[i]), []).append(item)
         return commands
 
-    def _collect(self, workers: List[int],
+    def _pipe_replies(self, workers: List[int],
                  expect: ReplyKind = ReplyKind.DONE) -> Dict[int, Reply]:
         """One pipe reply from each of ``workers``. Every reply is collected even if some are
         errors (so the protocol stays in step). Ctrl-C or any other exception here closes the
@@ -397,15 +399,13 @@ class WorkerPool(Executor):
             warnings.warn(f"fastatari: worker {k} (pid {worker.pid}) {cause}; restarted, its "
                           f"envs are reported truncated with info['worker_restarted']",
                           RuntimeWarning, stacklevel=5)
-        mine = np.zeros_like(self._in_flight)
-        mine[block] = True
-        lost = np.flatnonzero(mine & self._in_flight & (self.buffers.ticket < 0))
+        lost = block[self._in_flight[block] & (self.buffers.ticket[block] < 0)]
         self._in_flight[lost] = False
         self.buffers.op[block] = Op.IDLE  # ops it never took: the replacement must not run them
         self.buffers.pending[self._firsts[k]] = 0
         self._launch(k, self.seeds.restart_resets(block.tolist(), self.restarts),
                      restarted=True)
-        self._collect([k], expect=ReplyKind.READY)
+        self._pipe_replies([k], expect=ReplyKind.READY)
         return Reply(ReplyKind.RESTARTED, envs=lost, restarted=block, source=self._names[k])
 
 
