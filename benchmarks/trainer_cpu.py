@@ -1,10 +1,10 @@
 """The trainer thread's CPU time per sync step of one vector env, for comparing two installs.
 
-    python benchmarks/trainer_cpu.py N WORKERS STEPS
+    python benchmarks/trainer_cpu.py N WORKERS STEPS [--copy]
 
-Breakout, sticky actions off, random actions, ``copy=False``, real emulation; prints the
-trainer thread's CPU µs per step (``getrusage(RUSAGE_THREAD)``, user + sys: its own work,
-whatever the core count) and the wall µs per step. Run it alternately with each install (the
+Breakout, sticky actions off, random actions, ``copy=False`` (``--copy``: True), real
+emulation; prints the trainer thread's CPU µs per step (``getrusage(RUSAGE_THREAD)``, user +
+sys: its own work, whatever the core count), the wall µs per step and the agent steps/s. Run it alternately with each install (the
 README's before/after table: commit 56f64a6, the pipe per worker, and the step through shared
 memory); ``fastatari bench --section trainer`` is the full grid, with transport-only rows.
 """
@@ -22,7 +22,7 @@ import fastatari
 def main() -> None:
     n, workers, steps = (int(arg) for arg in sys.argv[1:4])
     envs = fastatari.make_vec("breakout", n, num_workers=workers,
-                              repeat_action_probability=0.0, copy=False)
+                              repeat_action_probability=0.0, copy="--copy" in sys.argv[4:])
     envs.reset(seed=0)
     actions = np.random.default_rng(0).integers(0, 4, (steps, n))
     for a in actions[:min(100, steps)]:  # warm-up
@@ -34,7 +34,7 @@ def main() -> None:
     envs.close()
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     print(f"N={n} W={workers} trainer_cpu_us {cpu / steps * 1e6:.1f} "
-          f"wall_us {wall / steps * 1e6:.0f}")
+          f"wall_us {wall / steps * 1e6:.0f} steps_per_s {n * steps / wall:.0f}")
 
 
 if __name__ == "__main__":
