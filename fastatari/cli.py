@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -69,7 +70,7 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
     bench.add_argument("--startup-repeats", type=positive_int,
                        help="vector section: fresh interpreters per system for start-up and "
                             f"memory (default {defaults.startup_repeats})")
-    bench.add_argument("--seed", type=int, default=defaults.seed)
+    bench.add_argument("--seed", type=seed_value, default=defaults.seed)
     bench.add_argument("--section", action="append", choices=SECTIONS, dest="sections",
                        help="measure only this section (repeatable; default: "
                             f"{', '.join(DEFAULT_SECTIONS)}; "
@@ -102,7 +103,7 @@ def add_play_command(commands: argparse._SubParsersAction) -> None:
                       help="how actions are chosen (default: %(default)s)")
     play.add_argument("--steps", type=positive_int, default=1000,
                       help="agent steps to run (default: %(default)s)")
-    play.add_argument("--seed", type=int, default=0,
+    play.add_argument("--seed", type=seed_value, default=0,
                       help="seeds the first reset and the policy (default: %(default)s)")
     play.add_argument("--record", metavar="PATH",
                       help="write a side-by-side video: .mp4 (OpenCV) or .gif (Pillow), "
@@ -110,6 +111,9 @@ def add_play_command(commands: argparse._SubParsersAction) -> None:
                            "created")
     play.add_argument("--fps", type=positive_float,
                       help="video frames per second (default: real time, 60 / frame skip)")
+    play.add_argument("--follow-symlinks", action="store_true",
+                      help="let --record write through a symbolic link (refused otherwise; "
+                           "an existing file is overwritten)")
     play.add_argument("--all-frames", action="store_true",
                       help="video: show every frame of the observation stack, not only the "
                            "newest")
@@ -129,8 +133,16 @@ def add_play_command(commands: argparse._SubParsersAction) -> None:
 
 def positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """A seed as ale-py takes it: a non-negative int."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative int, got {text}")
     return value
 
 
@@ -230,6 +242,7 @@ def run_play(args: argparse.Namespace) -> int:
     try:
         result = play(args.game, args.steps, policy=args.policy, seed=args.seed,
                       record=args.record, fps=args.fps, all_frames=args.all_frames,
+                      follow_symlinks=args.follow_symlinks,
                       on_episode=on_episode, on_step=bar.update if bar else None, **options)
     except BrokenPipeError:  # not a bad input: main() handles it
         raise

@@ -17,6 +17,7 @@ import gymnasium
 import numpy as np
 
 from fastatari.core.schema import GAME_KEY
+from fastatari.files import check_not_symlink
 
 __all__ = ["EpisodeRecorder"]
 
@@ -49,8 +50,10 @@ def _summary_writer_class() -> Optional[type]:
 class _CsvWriter:
     """``episodes.csv`` in ``log_dir``: a header, then one row per report."""
 
-    def __init__(self, log_dir: str, game_names: Tuple[str, ...] = ()) -> None:
+    def __init__(self, log_dir: str, game_names: Tuple[str, ...] = (),
+                 follow_symlinks: bool = False) -> None:
         self.path = os.path.join(log_dir, "episodes.csv")
+        check_not_symlink(self.path, follow_symlinks)
         self._file = open(self.path, "w", newline="")
         self._csv = csv.writer(self._file)
         self._columns = FIELDS + tuple(_game_key(name) for name in game_names)
@@ -111,6 +114,8 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         else ``episodes.csv`` (overwritten) in ``log_dir``.
     log_every : int
         Agent steps (env transitions, summed over envs) between reports.
+    follow_symlinks : bool, default False
+        An ``episodes.csv`` that is a symbolic link is refused (``OSError``) unless True.
 
     Raises
     ------
@@ -119,7 +124,8 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
     """
 
     def __init__(self, envs: gymnasium.vector.VectorEnv, log_dir: str | os.PathLike,
-                 backend: str = "auto", log_every: int = 1000) -> None:
+                 backend: str = "auto", log_every: int = 1000,
+                 follow_symlinks: bool = False) -> None:
         super().__init__(envs)
         if backend not in ("auto", "tensorboard", "csv"):
             raise ValueError(f"backend must be 'auto', 'tensorboard' or 'csv', got {backend!r}")
@@ -138,7 +144,8 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         self.game_returns: Dict[str, Deque[float]] = {name: deque(maxlen=100)
                                                       for name in self.game_names}
         self.backend = "csv" if writer_class is None else "tensorboard"
-        self._writer = (_CsvWriter(self.log_dir, self.game_names) if writer_class is None
+        self._writer = (_CsvWriter(self.log_dir, self.game_names, follow_symlinks)
+                        if writer_class is None
                         else _TensorBoardWriter(self.log_dir, writer_class))
         self.log_every = log_every
         self.global_step = 0  # agent steps so far, summed over envs

@@ -55,6 +55,7 @@ class PlayResult:
 
 def play(game: str, steps: int, *, policy: str = "random", seed: Optional[int] = 0,
          record: Optional[str] = None, fps: Optional[float] = None, all_frames: bool = False,
+         follow_symlinks: bool = False,
          on_episode: Optional[Callable[[int, float, int], None]] = None,
          on_step: Optional[Callable[[], None]] = None, **options: Any) -> PlayResult:
     """Run ``steps`` agent steps of ``game``, resetting at each episode's end.
@@ -72,11 +73,14 @@ def play(game: str, steps: int, *, policy: str = "random", seed: Optional[int] =
     record : str, optional
         A ``.mp4`` or ``.gif`` path: one :func:`fastatari.video.side_by_side` frame per step,
         showing the screen and observation after that step, written as it plays (a long
-        GIF needs no more memory than a short one). Missing folders are created.
+        GIF needs no more memory than a short one). Missing folders are created; an
+        existing file is overwritten.
     fps : float, optional
         Video speed; default real time, ``60 / frame_skip``.
     all_frames : bool, default False
         Show the whole observation stack in the video, not only its newest frame.
+    follow_symlinks : bool, default False
+        A ``record`` path that is a symbolic link is refused unless True.
     on_episode : callable, optional
         Called as ``on_episode(index, return, length)`` when an episode ends.
     on_step : callable, optional
@@ -108,7 +112,9 @@ def play(game: str, steps: int, *, policy: str = "random", seed: Optional[int] =
     try:
         if record is not None:
             # opened here so a missing library or a bad path fails before any play
-            video = VideoWriter(record, fps if fps is not None else 60.0 / env.options.frame_skip)
+            video = VideoWriter(record,
+                                fps if fps is not None else 60.0 / env.options.frame_skip,
+                                follow_symlinks)
         act = POLICIES[policy](env, seed)
         obs, _ = env.reset(seed=seed)
         ret, length = 0.0, 0

@@ -14,6 +14,7 @@ OpenCV and Pillow are optional: ``pip install "fastatari[video]"``.
 from __future__ import annotations
 
 import io
+import math
 import numbers
 import os
 import struct
@@ -24,6 +25,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastatari.core.options import AtariOptions
+from fastatari.files import check_not_symlink
 
 __all__ = ["VIDEO_FORMATS", "VectorVideoRecorder", "VideoWriter", "observation_frames",
            "side_by_side"]
@@ -117,10 +119,20 @@ def video_format(path: str) -> str:
     return ext
 
 
-def check_video_path(path: str) -> str:
+def check_fps(fps: Any) -> float:
+    """``fps`` as a float: a finite number > 0 (``ValueError`` otherwise; OpenCV's writer
+    never returns for an infinite one)."""
+    if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not fps > 0 \
+            or not math.isfinite(fps):
+        raise ValueError(f"fps must be a finite number > 0, got {fps!r}")
+    return float(fps)
+
+
+def check_video_path(path: str, follow_symlinks: bool = False) -> str:
     """Raise now what writing a video to ``path`` would raise later; return its extension.
 
-    Nothing is created: missing folders are made when the first frame is written.
+    Nothing is created: missing folders are made when the first frame is written. An existing
+    file is overwritten, but not through a symbolic link unless ``follow_symlinks``.
 
     Raises
     ------
@@ -132,8 +144,11 @@ def check_video_path(path: str) -> str:
         A parent of ``path`` is a file.
     PermissionError
         ``path``, or the folder it would be created in, is not writable.
+    OSError
+        ``path`` is a symbolic link and ``follow_symlinks`` is False.
     """
     path = str(path)
+    check_not_symlink(path, follow_symlinks)
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot write a video to {path!r}: it is a directory (name a "
                                 f"file in it, e.g. {os.path.join(path, 'play.mp4')!r})")
@@ -299,11 +314,15 @@ class VideoWriter:
         first frame.
     fps : float, default 30
         Frames per second of playback.
+    follow_symlinks : bool, default False
+        An existing file at ``path`` is overwritten; a symbolic link there is refused unless
+        this is True.
 
     Raises
     ------
     ValueError
-        For an extension other than ``.mp4``/``.gif``, or ``fps <= 0``.
+        For an extension other than ``.mp4``/``.gif``, or an ``fps`` that is not a finite
+        number > 0.
     OSError
         When ``path`` cannot be written (:func:`check_video_path`: a directory, a parent that
         is a file, no permission), here rather than at the first frame; at the first frame,
@@ -327,12 +346,12 @@ class VideoWriter:
     ...     video.write(env.render())
     """
 
-    def __init__(self, path: str | os.PathLike, fps: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike, fps: float = 30.0,
+                 follow_symlinks: bool = False) -> None:
         self.path = os.fspath(path)
-        ext = check_video_path(self.path)
-        if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not fps > 0:
-            raise ValueError(f"fps must be a number > 0, got {fps!r}")
-        self.fps = float(fps)
+        ext = check_video_path(self.path, follow_symlinks)
+        self.fps = check_fps(fps)
+        self._follow_symlinks = follow_symlinks
         backend = _Mp4Backend if ext == ".mp4" else _GifBackend
         self._backend: Optional[Any] = backend(self.path, self.fps)
         self._shape: Optional[Tuple[int, ...]] = None
@@ -350,6 +369,7 @@ class VideoWriter:
             parent = os.path.dirname(self.path)
             if parent:
                 os.makedirs(parent, exist_ok=True)
+            check_not_symlink(self.path, self._follow_symlinks)  # the file is opened now
             self._shape = frame.shape
         elif frame.shape != self._shape:
             raise ValueError(f"frame {self.frames_written} of {self.path!r} is {frame.shape[1]}x"
@@ -398,6 +418,8 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
         The env to record.
     fps : float, optional
         Playback speed; default real time, ``60 / frame_skip``.
+    follow_symlinks : bool, default False
+        As :class:`VideoWriter`: existing files are overwritten, symbolic links refused.
 
     Notes
     -----
@@ -412,7 +434,7 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
     def __init__(self, envs: gymnasium.vector.VectorEnv,
                  path_pattern: str = "videos/env{env_id}-episode{episode:04d}.mp4",
                  every_k_episodes: int = 10, env_id: int = 0,
-                 fps: Optional[float] = None) -> None:
+                 fps: Optional[float] = None, follow_symlinks: bool = False) -> None:
         super().__init__(envs)
         mode = getattr(envs, "render_mode", None)
         if mode != "rgb_array":
@@ -433,14 +455,15 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
             raise ValueError(f"path_pattern {path_pattern!r} must contain {{episode}} (e.g. "
                              f"'videos/episode{{episode:04d}}.mp4'), or every video would be "
                              f"written to the same file")
-        check_video_path(first)
+        check_video_path(first, follow_symlinks)
         if fps is None:
             options = getattr(envs, "options", None)
             fps = 60.0 / options.frame_skip if isinstance(options, AtariOptions) else 30.0
         self.path_pattern = path_pattern
         self.every_k_episodes = every_k_episodes
         self.env_id = env_id
-        self.fps = fps
+        self.fps = check_fps(fps)
+        self.follow_symlinks = follow_symlinks
         self.video_paths: List[str] = []
         self._same_step = envs.metadata.get("autoreset_mode") == AutoresetMode.SAME_STEP
         self._episode = -1  # the env's current episode index; -1 before the first reset
@@ -456,7 +479,7 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
         self._resets_next_step = False
         if self._episode % self.every_k_episodes == 0:
             path = self.path_pattern.format(episode=self._episode, env_id=self.env_id)
-            self._writer = VideoWriter(path, self.fps)
+            self._writer = VideoWriter(path, self.fps, self.follow_symlinks)
             self._writer.write(self._screen())
 
     def _end_episode(self) -> None:

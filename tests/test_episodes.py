@@ -155,3 +155,15 @@ def test_multi_game_envs_get_one_curve_per_game(tmp_path):
     with open(tmp_path / "run" / "episodes.csv", newline="") as f:
         header = next(csv.reader(f))
     assert header == ["step", *FIELDS, "pong/mean_return_100", "breakout/mean_return_100"]
+
+
+def test_csv_log_is_not_written_through_a_symlink_unless_asked(tmp_path):
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("precious")
+    (tmp_path / "episodes.csv").symlink_to(target)
+    with make_vec("breakout", 1, num_workers=1) as envs:
+        with pytest.raises(OSError, match="symbolic link"):
+            EpisodeRecorder(envs, tmp_path, backend="csv")
+        assert target.read_text() == "precious"
+        EpisodeRecorder(envs, tmp_path, backend="csv", follow_symlinks=True)._writer.close()
+        assert target.read_text().startswith("step,")

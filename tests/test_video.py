@@ -181,7 +181,10 @@ def test_writer_errors(tmp_path, monkeypatch):
         VideoWriter(tmp_path / "clip")
     with pytest.raises(ValueError) as error:
         VideoWriter(tmp_path / "clip.mp4", fps=0)
-    assert str(error.value) == "fps must be a number > 0, got 0"
+    assert str(error.value) == "fps must be a finite number > 0, got 0"
+    for fps in (float("inf"), float("nan")):  # OpenCV's writer would never return for inf
+        with pytest.raises(ValueError, match="fps must be a finite number > 0"):
+            VideoWriter(tmp_path / "clip.mp4", fps=fps)
 
     path = str(tmp_path / "clip.mp4")
     video = VideoWriter(path)
@@ -355,6 +358,33 @@ def test_cli_play_errors(tmp_path, capsys):
     assert "expected N or WxH (like 84 or 80x105), got '84x'" in capsys.readouterr().err
     assert main(["play", "breakout", "--steps", "5", "--record", str(tmp_path / "x.avi")]) == 2
     assert "fastatari play: error: unsupported video format '.avi'" in capsys.readouterr().err
+    for flag, value, words in [("--fps", "inf", "must be a finite number > 0, got inf"),
+                               ("--seed", "-1", "must be a non-negative int, got -1")]:
+        with pytest.raises(SystemExit) as stop:
+            main(["play", "breakout", "--steps", "5", flag, value,
+                  "--record", str(tmp_path / "x.mp4")])
+        assert stop.value.code == 2
+        assert f"argument {flag}: {words}" in capsys.readouterr().err
+
+
+def test_an_existing_file_is_overwritten_a_symlink_refused_unless_asked(tmp_path, capsys):
+    target = tmp_path / "target.txt"
+    target.write_text("precious")
+    link = tmp_path / "play.mp4"
+    link.symlink_to(target)
+    assert main(["play", "breakout", "--steps", "3", "--record", str(link)]) == 2
+    assert "refusing to write through the symbolic link" in capsys.readouterr().err
+    with pytest.raises(OSError, match="symbolic link"):
+        VideoWriter(link)
+    assert target.read_text() == "precious"
+    assert main(["play", "breakout", "--steps", "3", "--record", str(link),
+                 "--follow-symlinks"]) == 0
+    assert target.stat().st_size > len("precious")  # asked: written through the link
+    plain = tmp_path / "plain.gif"
+    plain.write_text("old")
+    with VideoWriter(plain) as video:  # a file (not a link) is overwritten
+        video.write(np.zeros((4, 4, 3), np.uint8))
+    assert plain.read_bytes()[:6] == b"GIF89a"
 
 
 

@@ -25,7 +25,7 @@ from fastatari.vector.contract import State
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.executor import Plan
 from fastatari.vector.pool import WorkerPool
-from fastatari.vector.protocol import Reply, ReplyKind, ResetRequest
+from fastatari.vector.protocol import Reply, ResetRequest
 
 __all__ = ["ActorRestarted", "EnvActor"]
 
@@ -90,7 +90,7 @@ class EnvActor:
     def _answer(self, replies: List[Reply], reset: Sequence[int] = ()) -> Answer:
         """The replies, and the rows of every env they answered or restarted (or ``reset``)."""
         touched = [np.asarray(reset, np.int64)]
-        touched += [r.envs for r in replies if r.kind is not ReplyKind.ERROR and r.envs is not None]
+        touched += [r.envs for r in replies if r.envs is not None]
         touched += [r.restarted for r in replies if r.restarted is not None]
         ids = np.unique(np.concatenate(touched))
         return replies, ids, self._rows(ids)

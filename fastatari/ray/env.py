@@ -12,7 +12,7 @@ from fastatari.core import validate
 from fastatari.ray.executor import PLACEMENTS, RayExecutor, Recovered
 from fastatari.ray.infos import concat
 from fastatari.vector.config import VectorConfig
-from fastatari.vector.contract import State
+from fastatari.vector.contract import State, one_caller
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.executor import Executor, Plan
 
@@ -109,6 +109,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
         """The remote calls in flight."""
         return self.executor._calls
 
+    @one_caller
     def actor_info(self) -> List[Dict[str, Any]]:
         """Per actor: its node id, process id and its local workers' process ids."""
         self._check_open()
@@ -120,6 +121,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
         return described
 
     # -- rollout ---------------------------------------------------------------------------------
+    @one_caller
     def rollout(self, policy: Any, num_steps: int) -> Rollout:
         """``num_steps`` steps of every env with ``actions = policy(obs)``, run on the actors.
 
@@ -144,6 +146,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
         refs = {k: self._submit_rollout(k, policy_ref, num_steps)
                 for k in range(self.num_actors)}
         parts = []
+        raised: Optional[BaseException] = None
         for k, ref in refs.items():
             while True:  # an actor lost meanwhile is recovered, then asked again
                 try:
@@ -151,12 +154,22 @@ class RayAtariVectorEnv(AtariVectorEnv):
                     break
                 except Recovered as recovered:
                     self._apply_all([recovered.reply])
-                    ref = self._submit_rollout(k, policy_ref, num_steps)
+                    if not isinstance(recovered.cause, ray.exceptions.RayTaskError):
+                        ref = self._submit_rollout(k, policy_ref, num_steps)
+                        continue
+                    # the policy (or a step) raised: not asked again; the actor's envs were
+                    # reset with the recovery, the others' steps are taken first
+                    raised, steps = raised or recovered.cause, None
+                    break
+            if steps is None:
+                continue
             block = self.blocks[k]
             self._ended[block.start:block.stop] = ended
             self._restarted[block.start:block.stop] = restarted
             executor.buffers.put_rows(np.arange(block.start, block.stop), rows)
             parts.append(steps)
+        if raised is not None:
+            raise raised
         obs, actions, rewards, terminated, truncated = (
             np.concatenate([part[c] for part in parts], axis=1) for c in range(5))
         next_obs = np.concatenate([part[5] for part in parts])

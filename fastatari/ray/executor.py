@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -49,11 +50,13 @@ _OWN_RAY_LOCK = threading.Lock()
 
 
 class Recovered(Exception):
-    """A call was lost with its actor, which was recovered: ``reply`` reports it."""
+    """A call was lost with its actor, or raised in it, and the actor was recovered: ``reply``
+    reports it, ``cause`` is Ray's error."""
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, cause: BaseException) -> None:
         super().__init__(reply.source)
         self.reply = reply
+        self.cause = cause
 
 
 @dataclass
@@ -199,21 +202,27 @@ class RayExecutor(Executor):
         return ref
 
     def get(self, ref: Any) -> Tuple[_Call, Any]:
-        """A call's result. A call lost with its actor recovers the actor (once per death)
-        and raises :class:`Recovered` with the restart's report (the call's envs lost)."""
+        """A call's result. A call lost with its actor, or that raised in it (which may leave
+        its games half-stepped), recovers the actor (once per fault) and raises
+        :class:`Recovered` with the restart's report (the call's envs lost)."""
         call = self._calls.pop(ref)
         try:
             value = ray.get(ref)
-        except _LOST as error:
+        except (*_LOST, ray.exceptions.RayTaskError) as error:
             if self.closed:
                 raise ClosedEnvironmentError("this RayAtariVectorEnv is closed") from error
             block = np.arange(self.blocks[call.actor].start, self.blocks[call.actor].stop)
             restarted = block if call.epoch == self._epoch[call.actor] else block[:0]
             if restarted.size:
+                if not isinstance(error, _LOST):
+                    warnings.warn(f"fastatari: actor {call.actor} raised an exception; "
+                                  f"restarted: its envs are reset and reported truncated with "
+                                  f"info['worker_restarted']\n{error}", RuntimeWarning,
+                                  stacklevel=4)
                 self._recover(call.actor, error)
             lost = call.ids if call.ids is not None else block[:0]
             raise Recovered(Reply(ReplyKind.RESTARTED, envs=lost, restarted=restarted,
-                                  source=f"actor {call.actor}")) from None
+                                  source=f"actor {call.actor}"), error) from None
         except KeyboardInterrupt:
             self.close()
             raise
@@ -316,11 +325,6 @@ class RayExecutor(Executor):
             return self._take_answer(call.actor, self.get(ref)[1])
         except Recovered as recovered:
             return [recovered.reply]
-        except Exception as error:  # the actor raised: its envs were not run
-            if self.closed:
-                raise
-            return [Reply(ReplyKind.ERROR, str(error), envs=call.ids,
-                          source=f"actor {call.actor}")]
 
     def _by_actor(self, ids: np.ndarray) -> List[Tuple[int, np.ndarray]]:
         """Each actor owning some of ``ids``, with the mask of its rows in ``ids``."""

@@ -1,18 +1,68 @@
 """gymnasium's vector-env contract, shared by the local vector env and the Ray one: the call
-order as an explicit state with gymnasium's exceptions, the autoreset modes' names, and the
-``reset_mask`` option's checks."""
+order as an explicit state with gymnasium's exceptions, one caller at a time, the autoreset
+modes' names, and the ``reset_mask`` option's checks."""
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, Optional
+import functools
+import threading
+from typing import Any, Callable, Dict, Optional, TypeVar
 
 import numpy as np
 from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
                              ResetNeeded)
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["CallOrder", "Phase", "State", "autoreset_mode", "reset_mask"]
+__all__ = ["CallOrder", "ConcurrentCallError", "Phase", "State", "autoreset_mode",
+           "one_caller", "reset_mask"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ConcurrentCallError(RuntimeError):
+    """A call made while another thread's call on the same env is running."""
+
+
+class _Caller:
+    """Who is inside an env's calls: a lock taken without waiting, and its holder."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.thread: Optional[int] = None
+        self.call = ""
+
+
+def one_caller(method: F) -> F:
+    """Refuse a call while another thread's call on the same env runs.
+
+    A vector env serves one thread at a time, as gymnasium's do; two threads inside it would
+    mix their commands in the workers' shared memory. Instead of mixed results or a hang, the
+    second caller gets :class:`ConcurrentCallError` at once and the first call goes on
+    untouched. The same thread may re-enter (a ``close()`` from a signal handler).
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        caller = self.__dict__.get("_caller") or self.__dict__.setdefault("_caller", _Caller())
+        me = threading.get_ident()
+        if not caller.lock.acquire(blocking=False):
+            if caller.thread == me:
+                return method(self, *args, **kwargs)
+            raise ConcurrentCallError(
+                f"{type(self).__name__}.{name}() called while another thread's "
+                f"{caller.call}() is running: a vector env serves one thread at a time (as "
+                f"gymnasium's do); give each thread its own env, or hold a lock around the "
+                f"calls. The env is unchanged.")
+        caller.thread, caller.call = me, name
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            caller.thread = None
+            caller.lock.release()
+
+    return guarded  # type: ignore[return-value]
 
 # gymnasium's enum, its values ("NextStep", ...) and fastatari's snake-case names
 _AUTORESET_MODES = {key: mode for mode in AutoresetMode

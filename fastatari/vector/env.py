@@ -31,7 +31,7 @@ from fastatari.vector import contract
 from fastatari.vector.buffers import Layout
 from fastatari.vector.config import VectorConfig, split_keywords
 from fastatari.vector.contract import CallOrder, Phase, State
-from fastatari.vector.executor import Executor, Plan, WorkerError, raise_errors
+from fastatari.vector.executor import Executor, Plan, WorkerError
 from fastatari.vector.lineup import Lineup, make_lineup
 from fastatari.vector.protocol import Op, Reply, ReplyKind
 
@@ -200,15 +200,12 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
 
     # -- the executor's replies ----------------------------------------------------------------
     def _collect(self, at_least: Optional[int] = None) -> List[Reply]:
-        """Wait for replies, apply them to the envs' phases, then raise any worker error."""
+        """Wait for replies and apply them to the envs' phases."""
         return self._apply_all(self.executor.collect(at_least))
 
     def _apply_all(self, replies: List[Reply]) -> List[Reply]:
         for reply in replies:
             self._apply(reply)
-        if self._state is State.ASYNC and not self._phase.any():
-            self._state = State.IDLE  # a worker error left nothing in flight
-        raise_errors(replies)
         return replies
 
     def _apply(self, reply: Reply) -> None:
@@ -217,9 +214,6 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
             self._restarted[reply.restarted] = True
             self._ended[reply.restarted] = False
         if envs is None or not envs.size:
-            return
-        if reply.kind is ReplyKind.ERROR:  # no result for these: idle again
-            self._phase[envs] = Phase.IDLE
             return
         # DONE, or RESTARTED: the lost steps' envs carry the restart's truncated result
         self._phase[envs] = Phase.ANSWERED
@@ -247,6 +241,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         return validate.check_env_ids(env_ids, self.num_envs)
 
     # -- reset ---------------------------------------------------------------------------------
+    @contract.one_caller
     def reset(self, *, seed: int | Sequence[Optional[int]] | None = None,
               options: Optional[Dict[str, Any]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
         """Reset all envs (or those in ``options["reset_mask"]``).
@@ -269,6 +264,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         return obs, self._info(slice(None), mask)
 
     # -- step, send, recv ----------------------------------------------------------------------
+    @contract.one_caller
     def step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           Dict[str, Any]]:
         """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them."""
@@ -286,15 +282,12 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         while executor.busy():  # a fault answered early: the others are still running
             replies += executor.collect()
         # the envs' phases matter only between send() and recv(): a step only applies faults
-        faults = [reply for reply in replies if reply.kind is not ReplyKind.DONE]
-        try:
-            if faults:
-                self._apply_all(faults)
-        finally:  # also after a worker's exception: every reply is in
-            self._answered.clear()
-            self._phase[:] = Phase.IDLE
+        self._apply_all([reply for reply in replies if reply.kind is not ReplyKind.DONE])
+        self._answered.clear()
+        self._phase[:] = Phase.IDLE
         return self._results(slice(None))
 
+    @contract.one_caller
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start stepping ``env_ids`` (default: all) with ``actions``; :meth:`recv` collects.
 
@@ -311,6 +304,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self._dispatch(ids)
         self._state = State.ASYNC
 
+    @contract.one_caller
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
         their ids in ``info["env_id"]``."""
@@ -349,6 +343,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         ops[ids] = np.where(self._ended[ids], Op.RESET, Op.STEP)
         self.executor.run(ops, ids)
 
+    @contract.one_caller
     def end_episodes(self, env_ids: Any) -> None:
         """Treat the episodes of ``env_ids`` as ended by the caller (a step limit counted
         outside, as fastatari.envpool's ``max_episode_steps``): under next-step autoreset
@@ -427,6 +422,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         return tuple(-1 if s is None else s for s in self.executor.seeds.last)
 
     # -- render, close -------------------------------------------------------------------------
+    @contract.one_caller
     def render(self, env_ids: Any = None) -> Optional[np.ndarray]:
         """Raw RGB screens ``(len(env_ids), 210, 160, 3)`` (default: every env)."""
         self._check_not_async("render")
@@ -441,6 +437,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""
         return list(self._action_meanings)
 
+    @contract.one_caller
     def close(self, **kwargs: Any) -> None:
         """Stop the workers and free the shared memory. Safe to call more than once."""
         self._state = State.CLOSED

@@ -9,10 +9,11 @@ which seeds a replacement's games get (:class:`SeedBook`) and when a replacement
 (:class:`RestartPolicy`).
 
 An executor answers with :class:`~fastatari.vector.protocol.Reply` objects: DONE (``envs``
-have their results), ERROR (an exception in a worker; ``envs`` were not run) and RESTARTED (a
-worker or actor died and was replaced: ``restarted`` are the envs whose games were reset with
-:meth:`SeedBook.restart_resets` and now hold a truncated result, ``envs`` those whose step was
-lost with it).
+have their results) and RESTARTED (a worker or actor died, hung or raised, and was replaced:
+``restarted`` are the envs whose games were reset with :meth:`SeedBook.restart_resets` and now
+hold a truncated result, ``envs`` those whose step was lost with it). An exception is handled
+as a death because it may leave a game half-stepped: no env goes on from a state that no
+uninterrupted run has.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Layout, SharedBuffers
 from fastatari.vector.config import VectorConfig
 from fastatari.vector.lineup import Lineup
-from fastatari.vector.protocol import Reply, ReplyKind, ResetRequest
+from fastatari.vector.protocol import Reply, ResetRequest
 
-__all__ = ["Executor", "Plan", "RestartPolicy", "SeedBook", "WorkerError", "raise_errors"]
+__all__ = ["Executor", "Plan", "RestartPolicy", "SeedBook", "WorkerError"]
 
 
 class WorkerError(RuntimeError):
-    """A Python exception inside a worker; the message carries the worker's traceback."""
+    """A worker that cannot start (its games cannot be built); the message carries its
+    traceback. An exception in a running worker restarts it instead (a ``RuntimeWarning``
+    with the traceback)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def collect(self, at_least: Optional[int] = None) -> List[Reply]:
         """Wait until ``at_least`` envs in flight (None: all) are answered; it may return
-        early with what a fault brought (a restart, an error): call again while :meth:`busy`."""
+        early with what a fault brought (a restart): call again while :meth:`busy`."""
 
     @abc.abstractmethod
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
@@ -174,13 +177,3 @@ class RestartPolicy:
         if self.max_restarts is not None and self.restarts > self.max_restarts:
             return f"and the restart budget (max_restarts={self.max_restarts}) is spent"
         return None
-
-
-def raise_errors(replies: Sequence[Reply]) -> None:
-    """Raise a worker exception among ``replies`` (the first source in order) as
-    :class:`WorkerError`."""
-    errors = [reply for reply in replies if reply.kind is ReplyKind.ERROR]
-    if errors:
-        # "worker 2" before "worker 10"
-        first = min(errors, key=lambda reply: (len(reply.source), reply.source))
-        raise WorkerError(f"{first.source} raised an exception:\n{first.payload}")

@@ -60,6 +60,10 @@ def make_lineup(game: str | Sequence[str], num_envs: int,
     """
     if isinstance(game, str):
         games = (resolve_game(game),) * num_envs
+    elif not isinstance(game, (Sequence, np.ndarray)):
+        # a set's order changes with PYTHONHASHSEED: which env plays which game would too
+        raise TypeError(f"game must be a name or a sequence (list, tuple) of num_envs names, "
+                        f"got a {type(game).__name__}: {game!r}")
     else:
         try:
             games = tuple(resolve_game(g) for g in game)
@@ -75,11 +79,19 @@ def make_lineup(game: str | Sequence[str], num_envs: int,
     common = AtariOptions.build(**options)
     chosen: Dict[str, Dict[str, Any]] = {name: {} for name in names}
     for key, mapping in per_game.items():
+        given: Dict[str, Any] = {}  # ROM -> the name it was given as
         for name, value in mapping.items():
-            rom = resolve_game(name)
+            try:
+                rom = resolve_game(name)
+            except ValueError as error:
+                raise ValueError(f"{key}={{game: value}}: {error}") from None
             if rom not in chosen:
                 raise ValueError(f"{key} names {name!r}, which no env plays "
                                  f"(games: {', '.join(names)})")
+            if rom in given:
+                raise ValueError(f"{key} names the game {rom!r} twice ({given[rom]!r} and "
+                                 f"{name!r}): which value is meant?")
+            given[rom] = name
             chosen[rom][key] = value
     by_game = {name: common.replace(**chosen[name]) if chosen[name] else common
                for name in names}

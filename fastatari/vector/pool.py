@@ -255,8 +255,8 @@ class WorkerPool(Executor):
         return [w.conn for w in self._res.workers if w is not None]
 
     def _pipe_events(self) -> List[Reply]:
-        """What the workers' pipes say during a step: a death (end of file) or an op that
-        raised (ERROR with the envs that got no result)."""
+        """What the workers' pipes say during a step: a death (end of file) or an exception
+        (ERROR, and the worker ends): either way the worker is replaced."""
         replies = []
         by_conn = {w.conn: k for k, w in enumerate(self._res.workers) if w is not None}
         for conn in _wait_pipes(list(by_conn), 0.0):
@@ -264,12 +264,11 @@ class WorkerPool(Executor):
             try:
                 reply = protocol.decode_reply(conn.recv_bytes())
             except (EOFError, OSError):
-                replies.append(self._replace(k, hung=False))
+                replies.append(self._replace(k))
                 continue
             if reply.kind is not ReplyKind.ERROR:
                 raise RuntimeError(f"worker {k} sent {reply.kind.name} during a step")
-            self._in_flight[reply.envs] = False
-            replies.append(reply._replace(source=self._names[k]))
+            replies.append(self._replace(k, error=reply.payload))
         return replies
 
     # -- rare commands: through the pipes -----------------------------------------------------
@@ -357,29 +356,35 @@ class WorkerPool(Executor):
         try:
             reply = protocol.decode_reply(worker.conn.recv_bytes())  # type: ignore[union-attr]
         except (EOFError, OSError):
-            return self._replace(k, hung=False)
+            return self._replace(k)
         if reply.kind is ReplyKind.ERROR:
             if expect is ReplyKind.READY:  # a worker that cannot start will never start
                 self.close()
                 raise WorkerError(f"worker {k} failed to start:\n{reply.payload}")
-            return reply._replace(source=self._names[k])
+            return self._replace(k, error=reply.payload)
         if expect is not ReplyKind.READY:
             self._policy.progress(k)  # it answered a command: progress
         return reply
 
-    def _replace(self, k: int, hung: bool) -> Reply:
-        """Worker ``k`` died (or hung: kill it); start another with its envs' restart resets.
-        Its envs in flight without a result are lost: reported with the restart."""
+    def _replace(self, k: int, hung: bool = False, error: Optional[str] = None) -> Reply:
+        """Worker ``k`` died, hung (killed here) or raised ``error`` (a traceback; it ends
+        itself): start another with its envs' restart resets. Its envs in flight without a
+        result are lost: reported with the restart."""
         worker = self._res.workers[k]
         assert worker is not None
-        if hung:
+        if hung or error is not None:
             worker.kill()
         code = worker.wait(5.0)
         if code is None:  # its pipe closed but it lives on: make sure it is gone
             worker.kill()
             worker.wait(5.0)
-        cause = ("did not answer within the timeout of "
-                 f"{self.timeout} s and was killed" if hung else worker.cause())
+        detail = ""
+        if hung:
+            what = f"did not answer within the timeout of {self.timeout} s and was killed"
+        elif error is not None:
+            what, detail = "raised an exception", "\n" + error.rstrip()
+        else:
+            what = f"died: {worker.cause()}"
         tail = worker.stderr_tail()
         if self._res.epoll is not None:
             self._res.epoll.unregister(worker.conn.fileno())
@@ -388,16 +393,17 @@ class WorkerPool(Executor):
         block = self.blocks[k]
         if self.buffers.progress[self._firsts[k]]:
             self._policy.progress(k)  # it completed an env since it started
+        who = f"worker {k} (pid {worker.pid})"
         why = self._policy.died(k)
         if why is not None:
-            message = f"worker {k} (pid {worker.pid}) died: {cause}; {why}"
+            message = f"{who} {what}; {why}{detail}"
             if tail:
                 message += f"\n--- the worker's stderr (last lines) ---\n{tail}"
             self.close()
             raise RuntimeError(message)
-        if hung:
-            warnings.warn(f"fastatari: worker {k} (pid {worker.pid}) {cause}; restarted, its "
-                          f"envs are reported truncated with info['worker_restarted']",
+        if hung or error is not None:
+            warnings.warn(f"fastatari: {who} {what}; restarted: its envs are reset and "
+                          f"reported truncated with info['worker_restarted']{detail}",
                           RuntimeWarning, stacklevel=5)
         lost = block[self._in_flight[block] & (self.buffers.ticket[block] < 0)]
         self._in_flight[lost] = False

@@ -16,9 +16,9 @@ tag     payload
 ======  =================================================================================
 
 Replies (worker -> trainer): ``y`` READY (the worker's first resets are done), ``d`` DONE,
-``g`` RENDERED (pickled list of RGB screens), ``e`` ERROR (pickled: the worker's traceback and
-the envs of a step that got no result). A pipe command that raises is answered by ERROR
-instead; so is a step whose op raises, unasked.
+``g`` RENDERED (pickled list of RGB screens), ``e`` ERROR (the worker's traceback, UTF-8). A
+worker whose command raises (an op of a step, a reset, a render) sends ERROR, unasked, and
+exits: the trainer replaces it as it replaces a dead one.
 
 Start-up: the worker's first message from the trainer is :class:`WorkerConfig`, pickled.
 """
@@ -30,7 +30,6 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
-import numpy as np
 
 from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
@@ -71,9 +70,9 @@ class ReplyKind(bytes, enum.Enum):
 class Reply(NamedTuple):
     """A decoded reply (a named tuple: one is made per worker per step). ``payload``:
     RENDERED's screens, ERROR's traceback. Set by the executor: ``envs``, the envs a step's
-    DONE covers, those an ERROR left unanswered, or those whose replies died with a RESTARTED
-    worker; ``restarted``, the envs a RESTARTED worker's replacement reset (its whole block);
-    ``source``, who answered (``"worker 3"``)."""
+    DONE covers, or those whose replies died with a RESTARTED worker; ``restarted``, the envs
+    a RESTARTED worker's replacement reset (its whole block); ``source``, who answered
+    (``"worker 3"``)."""
 
     kind: ReplyKind
     payload: Any = None
@@ -133,9 +132,8 @@ def encode_rendered(screens: List[Any]) -> bytes:
     return ReplyKind.RENDERED.value + pickle.dumps(screens, pickle.HIGHEST_PROTOCOL)
 
 
-def encode_error(text: str, envs: Sequence[int] = ()) -> bytes:
-    return ReplyKind.ERROR.value + pickle.dumps((text, [int(i) for i in envs]),
-                                                pickle.HIGHEST_PROTOCOL)
+def encode_error(text: str) -> bytes:
+    return ReplyKind.ERROR.value + text.encode("utf-8", "replace")
 
 
 _DONE_REPLY = Reply(ReplyKind.DONE)
@@ -147,7 +145,6 @@ def decode_reply(data: bytes) -> Reply:
     kind = ReplyKind(data[:1])
     if kind is ReplyKind.RENDERED:
         return Reply(kind, pickle.loads(data[1:]))
-    if kind is ReplyKind.ERROR:  # envs: those of a step that got no result
-        text, envs = pickle.loads(data[1:])
-        return Reply(kind, text, envs=np.array(envs, np.int64))
+    if kind is ReplyKind.ERROR:
+        return Reply(kind, data[1:].decode("utf-8", "replace"))
     return Reply(kind)

@@ -39,14 +39,6 @@ SPIN_SECONDS = 500e-6
 LIVENESS_SECONDS = 0.5
 
 
-class StepError(Exception):
-    """An op raised; ``dropped``: the envs of the command that got no result."""
-
-    def __init__(self, dropped: List[int]) -> None:
-        super().__init__(dropped)
-        self.dropped = dropped
-
-
 class Worker:
     """The games of one worker and the writes of their results into the shared columns."""
 
@@ -132,22 +124,17 @@ class Worker:
     def run(self) -> None:
         """Run the ops the trainer published for this worker's envs, each taken from the shared
         ``op`` column and completed (ticket, count, the trainer's wake) as soon as its results
-        are written. If one raises, the ops not run yet are taken too and returned, the
-        failing env first, with the exception: the trainer learns exactly which envs got no
-        result, and none runs later behind its back."""
+        are written. An op that raises ends the worker (see :func:`serve`): the trainer
+        replaces it, its envs reset, as it replaces a dead one."""
         ops, tickets = self.buffers.op, self.buffers.ticket
         control, evfd = self._control, self._evfd
         env_ids = self.env_ids
         count = 0
-        for j, i in enumerate(env_ids):
+        for i in env_ids:
             op = claim(ops, i)
             if not op:
                 continue
-            try:
-                self._step_one(i, op)
-            except Exception as error:
-                dropped = [i] + [k for k in env_ids[j + 1:] if claim(ops, k)]
-                raise StepError(dropped) from error
+            self._step_one(i, op)
             complete(control, tickets, i, evfd)
             count += 1
         if count:
@@ -238,7 +225,8 @@ class _Waits:
 
 def serve(conn: Connection) -> None:
     """Receive the :class:`WorkerConfig`, build and reset the games, answer READY, then serve
-    commands until CLOSE or until the trainer is gone (end of file on ``conn``)."""
+    commands until CLOSE, until the trainer is gone (end of file on ``conn``), or until one
+    raises (ERROR with the traceback, then exit)."""
     # Ctrl-C goes to the whole process group: the trainer decides, workers keep still.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     buffers = worker = None
@@ -256,6 +244,8 @@ def serve(conn: Connection) -> None:
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the trainer is gone
     except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
+        # An exception may leave a game half-stepped: the worker ends, and the trainer
+        # replaces it (its envs reset, reported truncated) rather than go on from there.
         try:
             conn.send_bytes(protocol.encode_error(traceback.format_exc()))
         except OSError:
@@ -287,29 +277,20 @@ def _serve_commands(conn: Connection, worker: Worker, buffers: SharedBuffers,
             pending[first] = 0
             if _pipe_command(conn, worker):
                 return
-        try:
-            worker.run()
-        except StepError as error:
-            conn.send_bytes(protocol.encode_error(
-                "".join(traceback.format_exception(error.__cause__)), error.dropped))
+        worker.run()
         waits.answered()
 
 
 def _pipe_command(conn: Connection, worker: Worker) -> bool:
     """Run the command in the pipe (reset, render, close) and answer it; True for CLOSE."""
     command, payload = protocol.decode_command(conn.recv_bytes())
-    try:
-        if command is Command.RESET:
-            worker.reset(payload)
-            conn.send_bytes(protocol.DONE)
-        elif command is Command.RENDER:
-            conn.send_bytes(protocol.encode_rendered(worker.render(payload)))
-        elif command is Command.CLOSE:
-            return True
-    except (BrokenPipeError, ConnectionResetError):
-        raise
-    except Exception:  # noqa: BLE001 - shipped to the trainer with its traceback
-        conn.send_bytes(protocol.encode_error(traceback.format_exc()))
+    if command is Command.RESET:
+        worker.reset(payload)
+        conn.send_bytes(protocol.DONE)
+    elif command is Command.RENDER:
+        conn.send_bytes(protocol.encode_rendered(worker.render(payload)))
+    elif command is Command.CLOSE:
+        return True
     return False
 
 

@@ -423,8 +423,14 @@ def test_rollout_equals_stepping_by_hand(cluster):
         np.testing.assert_array_equal(out.next_obs, obs)
         ref = ray.put(policy)  # an ObjectRef works too
         assert envs.rollout(ref, 2).actions.shape == (2, NUM_ENVS)
-        with pytest.raises(ValueError, match="actions must be in"):
+        # a policy that raises: its error comes back, and no env is left where the driver
+        # does not know it is (the actors' envs are reset, reported as restarted)
+        with pytest.warns(RuntimeWarning, match="actor . raised an exception; restarted"), \
+                pytest.raises(ValueError, match="actions must be in"):
             envs.rollout(lambda o: np.full(len(o), 9), 1)
+        _, _, _, truncated, info = envs.step(np.zeros(NUM_ENVS, np.int64))
+        assert truncated.all() and info["worker_restarted"].all()
+        assert envs.rollout(policy, 2).actions.shape == (2, NUM_ENVS)
     finally:
         envs.close()
 

@@ -11,8 +11,7 @@ from gymnasium.vector import AutoresetMode
 
 import fastatari
 from fastatari.vector.config import VECTOR_KEYWORDS, VectorConfig, split_keywords
-from fastatari.vector.executor import RestartPolicy, SeedBook, WorkerError, raise_errors
-from fastatari.vector.protocol import Reply, ReplyKind
+from fastatari.vector.executor import RestartPolicy, SeedBook
 
 
 def test_config_defaults_and_checks():
@@ -71,10 +70,3 @@ def test_restart_policy():
     assert "max_restarts=1" in capped.died(0)
 
 
-def test_raise_errors_names_the_source():
-    replies = [Reply(ReplyKind.DONE, envs=np.arange(2), source="worker 0"),
-               Reply(ReplyKind.ERROR, "Traceback: boom", envs=np.arange(2, 3),
-                     source="actor 1, worker 0")]
-    raise_errors(replies[:1])
-    with pytest.raises(WorkerError, match="actor 1, worker 0 raised an exception:\nTraceback"):
-        raise_errors(replies)

@@ -172,3 +172,74 @@ def test_ram_info_is_batched_like_the_other_info_keys():
     for env in singles:
         env.close()
     assert ends >= n  # the frame limit (400 frames) ended every env's episode
+
+
+# -- one caller at a time ----------------------------------------------------------------------
+def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
+    """gymnasium's vector envs are not thread-safe; fastatari's says so: a call while another
+    thread's call runs raises ConcurrentCallError at once (no mixed results, no hang), and
+    the running call finishes as if alone."""
+    import threading
+
+    from fastatari.vector.contract import ConcurrentCallError
+
+    inside, release = threading.Event(), threading.Event()
+    with make_vec("breakout", 2, num_workers=2, **KW) as envs, \
+            make_vec("breakout", 2, num_workers=2, **KW) as twin:
+        envs.reset(seed=1)
+        twin.reset(seed=1)
+        results = envs._results
+
+        def held_results(sel):  # the first caller pauses inside its step
+            inside.set()
+            release.wait(30)
+            return results(sel)
+
+        envs._results = held_results
+        got = {}
+        first = threading.Thread(target=lambda: got.update(step=envs.step(np.ones(2, int))))
+        first.start()
+        assert inside.wait(30)
+        for call in (lambda: envs.step(np.ones(2, int)), lambda: envs.reset(seed=0),
+                     lambda: envs.send(np.ones(2, int)), envs.recv, envs.render, envs.close):
+            with pytest.raises(ConcurrentCallError, match=r"\(\) called while another thread's "
+                                                          r"step\(\) is running"):
+                call()
+        release.set()
+        first.join(30)
+        envs._results = results
+        assert not envs.closed
+        want = twin.step(np.ones(2, int))
+        for a, b in zip(got["step"][:4], want[:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+        for _ in range(5):  # and on, as if nothing happened
+            np.testing.assert_array_equal(envs.step(np.ones(2, int))[0],
+                                          twin.step(np.ones(2, int))[0])
+
+
+def test_two_threads_stepping_get_only_the_clear_error():
+    import threading
+
+    from fastatari.vector.contract import ConcurrentCallError
+
+    errors = []
+    with make_vec("breakout", 2, num_workers=2, timeout=20, **KW) as envs:
+        envs.reset(seed=0)
+
+        def hammer():
+            for _ in range(150):
+                try:
+                    envs.step(np.ones(2, int))
+                except ConcurrentCallError:
+                    pass
+                except Exception as error:  # noqa: BLE001 - anything else is the failure
+                    errors.append(error)
+
+        threads = [threading.Thread(target=hammer) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not any(thread.is_alive() for thread in threads)
+        assert errors == []
+        assert envs.step(np.ones(2, int))[0].shape == (2, 4, 84, 84)

@@ -114,6 +114,23 @@ def test_per_game_modes_as_a_mapping():
         make_vec(games, 2, mode={"qbert": 0}, **KW)
 
 
+def test_games_in_no_order_and_ambiguous_mappings_are_refused():
+    """A set's order changes with PYTHONHASHSEED (so would which env plays which game); a
+    mapping that names one ROM twice leaves the value to dict order; a key that is no game
+    name must say where it is."""
+    for games in ({"pong", "breakout"}, frozenset({"pong"}), {"pong": 1, "breakout": 2}.keys()):
+        with pytest.raises(TypeError, match="sequence .*of num_envs names, got a "):
+            make_lineup(games, 2, {})
+    with pytest.raises(ValueError, match="mode names the game 'breakout' twice .*'breakout' "
+                                         "and 'ALE/Breakout-v5'"):
+        make_lineup(["breakout", "pong"], 2, dict(mode={"breakout": 4, "ALE/Breakout-v5": 0}))
+    with pytest.raises(ValueError, match="difficulty=\\{game: value\\}: game must be a str "
+                                         "such as 'breakout', got 5"):
+        make_lineup(["breakout", "pong"], 2, dict(difficulty={5: 1}))
+    lineup, _ = make_lineup(("pong", "breakout"), 2, dict(full_action_space=True))
+    assert lineup.games == ("pong", "breakout")  # a tuple, a list, an array: in order
+
+
 def test_cost_balanced_assignment_beats_contiguous_blocks():
     costs = game_costs()
     assert len(costs) >= 57  # the shipped table covers the suite

@@ -18,7 +18,8 @@ from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 import fastatari  # noqa: F401 - registers fastatari/<Game>-v5
 from _processes import alive, blocks_held, linux_only, shm_segments
-from fastatari.vector import AtariVectorEnv, WorkerError, make_vec
+from fastatari import AtariEnv
+from fastatari.vector import AtariVectorEnv, make_vec, protocol
 
 gym.register_envs(ale_py)
 
@@ -389,34 +390,88 @@ def test_bad_options_fail_at_construction_without_leaks():
     assert not shm_segments() - before  # nothing new (others' segments may go meanwhile)
 
 
-def test_worker_exception_reaches_caller_with_traceback():
-    with make_vec("breakout", 2, num_workers=2, **FAST) as envs:
+def _unchecked(envs):
+    """Let an out-of-range action through the trainer's check: the game's step raises in its
+    worker (IndexError), a stand-in for any exception there."""
+    envs._check_actions = lambda actions, count: np.asarray(actions)
+
+
+def _restart_seed(last_seed: int, restarts: int) -> int:
+    return int(np.random.SeedSequence([last_seed, restarts]).generate_state(1)[0])
+
+
+def test_worker_exception_restarts_the_worker_and_no_env_lags():
+    """An exception in a worker may leave a game half-stepped: the worker is replaced like a
+    dead one (a warning carries the traceback), its envs are reset and reported truncated,
+    and from then on every env equals a reference: none is silently a step behind."""
+    rng = np.random.default_rng(0)
+    with make_vec("breakout", 2, num_workers=2, **FAST) as envs, \
+            make_vec("breakout", 2, num_workers=2, **FAST) as twin:
         envs.reset(seed=0)
-        envs._check_actions = lambda actions, count: np.asarray(actions)  # let a bad one through
-        with pytest.raises(WorkerError, match="(?s)worker 1 raised.*Traceback.*IndexError"):
-            envs.step(np.array([0, 99]))
-        envs.reset(seed=0)  # the env is still usable
-        envs.step(np.array([0, 1]))
+        twin.reset(seed=0)
+        for _ in range(5):
+            actions = rng.integers(0, 4, 2)
+            np.testing.assert_array_equal(envs.step(actions)[0], twin.step(actions)[0])
+        _unchecked(envs)
+        with pytest.warns(RuntimeWarning,
+                          match="(?s)worker 1 .*raised an exception; restarted.*IndexError"):
+            obs, _, terminated, truncated, info = envs.step(np.array([0, 99]))
+        assert truncated.tolist() == [False, True] and not terminated.any()
+        assert info["worker_restarted"].tolist() == [False, True]
+        assert envs.worker_restarts == 1
+        # env 0 stepped; env 1 is a fresh game with the restart's seed
+        np.testing.assert_array_equal(obs[0], twin.step(np.array([0, 0]))[0][0])
+        reference = AtariEnv("breakout", **FAST)
+        np.testing.assert_array_equal(obs[1], reference.reset(seed=_restart_seed(1, 1))[0])
+        for t in range(20):
+            actions = rng.integers(0, 4, 2)
+            obs = envs.step(actions)[0]
+            np.testing.assert_array_equal(obs[0], twin.step(actions)[0][0])
+            # next-step autoreset: the step after the truncated result resets the env
+            expected = reference.reset()[0] if t == 0 else reference.step(int(actions[1]))[0]
+            np.testing.assert_array_equal(obs[1], expected)
+        reference.close()
 
 
 def test_worker_exception_mid_async_command():
     """Async workers answer env by env (batch_size < num_envs); an exception part-way through a
-    command reports the envs answered before it, then the error; the rest get no result."""
+    command: the envs answered before it keep their results, the others come back truncated
+    with the restart, and every env is usable at once."""
     with make_vec("breakout", 4, num_workers=1, batch_size=1, **FAST) as envs:
         envs.reset(seed=0)
-        check = envs._check_actions
-        envs._check_actions = lambda actions, count: np.asarray(actions)  # let a bad one through
+        _unchecked(envs)
         envs.send(np.array([0, 1, 99, 1]))
         assert envs.recv()[4]["env_id"].tolist() == [0]
         assert envs.recv()[4]["env_id"].tolist() == [1]
-        with pytest.raises(WorkerError, match="(?s)worker 0 raised.*IndexError"):
-            envs.recv()
+        with pytest.warns(RuntimeWarning, match="(?s)worker 0 .*raised an exception.*IndexError"):
+            _, _, _, truncated, info = envs.recv()
+        assert info["env_id"].tolist() == [2] and truncated.tolist() == [True]
+        assert info["worker_restarted"].tolist() == [True]
+        _, _, _, truncated, info = envs.recv()
+        assert info["env_id"].tolist() == [3] and truncated.tolist() == [True]
         with pytest.raises(NoAsyncCallError, match="recv\\(\\) without send"):
             envs.recv()  # nothing is in flight any more
-        envs._check_actions = check
-        obs, _ = envs.reset(seed=0)  # still usable
-        assert obs.shape == (4, 4, 84, 84)
-        envs.step(np.ones(4, np.int64))
+        # envs 0 and 1 were idle when their games were replaced: their next result says so
+        envs.send(np.ones(4, np.int64))
+        ids, flags = [], []
+        for _ in range(4):
+            _, _, _, truncated, info = envs.recv()
+            ids += info["env_id"].tolist()
+            flags += truncated.tolist()
+        assert dict(zip(ids, flags, strict=True)) == {0: True, 1: True, 2: False, 3: False}
+
+
+def test_an_exception_at_every_try_gives_up_with_the_traceback():
+    """A worker that raises again and again without progress (a command that always fails,
+    asked again of each replacement) ends in a RuntimeError carrying the traceback, as a
+    worker that keeps dying does."""
+    with make_vec("breakout", 2, num_workers=1, **FAST) as envs:
+        envs.reset(seed=0)
+        with pytest.warns(RuntimeWarning, match="raised an exception"), \
+                pytest.raises(RuntimeError, match="(?s)worker 0 .*raised an exception; 3 times "
+                                                  "in a row without progress.*KeyError: 99"):
+            envs.executor._ask({0: [99]}, protocol.encode_render)  # a render of no env
+        assert envs.closed
 
 
 @linux_only
