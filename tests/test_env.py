@@ -244,7 +244,8 @@ def test_closed_env_errors():
 
 def test_construction_errors():
     with pytest.raises(TypeError,
-                       match=r"unknown option\(s\) frameskip; valid options: frame_skip"):
+                       match=r"AtariOptions.__init__\(\) got an unexpected keyword argument "
+                             r"'frameskip'; valid options: frame_skip"):
         AtariEnv("breakout", frameskip=4)
     with pytest.raises(ValueError, match=r"screen_size \(200, 84\) .* would enlarge breakout's "
                                          r"160x210 screen"):

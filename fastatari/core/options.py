@@ -9,10 +9,12 @@ the options after ``max_num_frames_per_episode`` are fastatari's own.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
-from fastatari.core.validate import check_bool, check_int, check_probability, is_int
+from fastatari.core.validate import (check_bool, check_fits_in_memory, check_int,
+                                     check_probability, is_int)
 
 __all__ = ["AtariOptions", "check_option_names"]
 
@@ -119,6 +121,11 @@ class AtariOptions:
             raise ValueError("episodic_life and terminal_on_life_loss are mutually exclusive: "
                              "both end the episode on a life loss, but only terminal_on_life_loss "
                              "starts a new game at the next reset()")
+        # the observation stack is allocated at once: name the options before numpy would
+        shape = self.observation_shape
+        check_fits_in_memory(f"observations of shape {shape} (stack_size={self.stack_size}, "
+                             f"screen_size={self.screen_size!r})",
+                             math.prod(shape))
 
     @classmethod
     def field_names(cls) -> Tuple[str, ...]:
@@ -205,9 +212,16 @@ class AtariOptions:
 
 
 def check_option_names(names: Any) -> None:
-    """``TypeError`` listing the valid options if any of ``names`` is not an option."""
+    """``TypeError`` listing the valid options if any of ``names`` is not an option.
+
+    The message starts in Python's own words for a bad keyword (``AtariOptions.__init__() got
+    an unexpected keyword argument 'frameskip'``), as libraries that retry without a keyword
+    match them: TorchRL's ``GymEnv`` passes ``frameskip=`` and, on that message, drops it and
+    repeats each step itself. Any further unknown names follow in parentheses.
+    """
     valid = AtariOptions.field_names()
     unknown = sorted(set(names) - set(valid))
     if unknown:
-        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid options: "
-                        f"{', '.join(valid)}")
+        more = f" (and {', '.join(map(repr, unknown[1:]))})" if len(unknown) > 1 else ""
+        raise TypeError(f"AtariOptions.__init__() got an unexpected keyword argument "
+                        f"{unknown[0]!r}{more}; valid options: {', '.join(valid)}")
