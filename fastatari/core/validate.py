@@ -13,12 +13,14 @@ command lines, where "a bad value" is what the user did.
 from __future__ import annotations
 
 import math
+import os
 import numbers
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
 __all__ = ["is_int", "check_int", "check_bool", "check_probability", "check_timeout",
+           "check_fits_in_memory", "physical_memory",
            "check_seed", "check_seeds", "check_actions", "check_env_ids"]
 
 #: Seeds ale-py's ``AtariEnv.seed`` accepts (``np.random.SeedSequence`` entropy, non-negative).
@@ -57,15 +59,51 @@ def check_probability(name: str, value: Any) -> float:
     return float(value)
 
 
+#: The shortest deadline a call may have: below it, a healthy worker that a busy machine
+#: leaves unscheduled for a moment would be killed as hung.
+MIN_TIMEOUT = 1.0
+
+
 def check_timeout(name: str, value: Any) -> Optional[float]:
-    """``None`` (wait forever) or a positive, finite number of seconds."""
+    """``None`` (wait forever) or a finite number of seconds, at least :data:`MIN_TIMEOUT`."""
     if value is None:
         return None
-    if (not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_))
-            or not math.isfinite(value) or value <= 0):
-        raise ValueError(f"{name} must be None or a positive finite number of seconds, "
-                         f"got {value!r}")
-    return float(value)
+    rule = (f"{name} must be None (wait forever) or a finite number of seconds >= "
+            f"{MIN_TIMEOUT:g}")
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{rule}, got {value!r}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int past a float's range
+        raise ValueError(f"{rule}, got an int of {len(str(value))} digits") from None
+    if not math.isfinite(seconds) or seconds < MIN_TIMEOUT:
+        raise ValueError(f"{rule}, got {value!r}")
+    return seconds
+
+
+def physical_memory() -> Optional[int]:
+    """This machine's memory in bytes, or None where the platform does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_fits_in_memory(what: str, nbytes: int) -> None:
+    """``MemoryError`` naming ``what`` (the options that ask for it) before ``nbytes`` bytes
+    that could never fit in this machine's memory are asked for."""
+    memory = physical_memory()
+    if memory is not None and nbytes > memory:
+        raise MemoryError(f"{what} need {_size(nbytes)}, more than this machine's memory "
+                          f"({_size(memory)})")
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if nbytes < 1024 or unit == "PiB":
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    raise AssertionError
 
 
 def check_seed(value: Any, name: str = "seed") -> Optional[int]:

@@ -196,8 +196,9 @@ def make_vec(game: str | Sequence[str], num_envs: int, num_actors: Optional[int]
              **kwargs: Any) -> RayAtariVectorEnv:
     """``num_envs`` copies of ``game`` on Ray actors: a gymnasium ``VectorEnv``.
 
-    Uses the Ray this process is connected to (``ray.init(address=...)`` first), else starts a
-    local one (stopped when its last env closes).
+    Uses the Ray this process is connected to (``ray.init(address=...)`` first), or the cluster
+    ``RAY_ADDRESS`` names; else starts a private one on this machine, on loopback (127.0.0.1)
+    only, stopped when its last env closes.
 
     Parameters
     ----------

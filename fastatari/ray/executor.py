@@ -18,6 +18,7 @@ one, per actor (:class:`~fastatari.vector.executor.RestartPolicy`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 import warnings
@@ -70,6 +71,31 @@ class _Call:
     ids: Optional[np.ndarray] = None  # the envs a run call steps (global ids)
 
 
+def _start_ray() -> None:
+    """Ray for an env whose caller did not ``ray.init``: the cluster ``RAY_ADDRESS`` names, or
+    a private one on this machine, on loopback only (Ray's default would advertise the
+    machine's network address)."""
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(include_dashboard=False)
+        return
+    # On Linux Ray turns 127.0.0.1 into the machine's address unless this switch is off: Ray's
+    # processes read it from the environment they inherit at start-up, this one from the
+    # constant (the ray extra pins the Ray this relies on; a test checks the address)
+    from ray._private import ray_constants
+
+    key = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+    saved_env, saved = os.environ.get(key), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[key], ray_constants.ENABLE_RAY_CLUSTER = "0", False
+    try:
+        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1")
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+        if saved_env is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = saved_env
+
+
 def _release(actors: List[Any], buffers: SharedBuffers, owns_ray: bool) -> None:
     """Kill the actors (their workers exit with them), free the driver's columns, and stop a
     Ray this module started."""
@@ -111,7 +137,7 @@ class RayExecutor(Executor):
         if self._owns_ray:
             with _OWN_RAY_LOCK:
                 if not ray.is_initialized():
-                    ray.init(include_dashboard=False)
+                    _start_ray()
                 _OWN_RAY["envs"] += 1
         self._finalizer = weakref.finalize(self, _release, self._actors, self.buffers,
                                            self._owns_ray)

@@ -4,18 +4,20 @@ modes' names, and the ``reset_mask`` option's checks."""
 
 from __future__ import annotations
 
+import copy
 import enum
 import functools
 import threading
 from typing import Any, Callable, Dict, Optional, TypeVar
 
 import numpy as np
+from gymnasium import spaces
 from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
                              ResetNeeded)
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["CallOrder", "ConcurrentCallError", "Phase", "State", "autoreset_mode",
-           "one_caller", "reset_mask"]
+__all__ = ["BatchedBox", "CallOrder", "ConcurrentCallError", "Phase", "State",
+           "autoreset_mode", "one_caller", "reset_mask"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,6 +96,24 @@ def reset_mask(options: Optional[Dict[str, Any]], num_envs: int,
     if first_reset and not mask.all():
         raise ValueError("the first reset() must reset every env (no reset_mask)")
     return None if mask.all() else mask
+
+
+class BatchedBox(spaces.Box):
+    """``gymnasium.vector.utils.batch_space(single, n)`` without its four ``(n, *shape)``
+    arrays (bounds and boundedness: 113 KB per Atari env, 11 GB for 100,000 envs before any
+    step): they are read-only broadcast views of the single env's. A ``Box`` in every other
+    respect (equality, ``contains``, ``sample``); it pickles as the single space and ``n``."""
+
+    def __init__(self, single: spaces.Box, n: int) -> None:
+        super().__init__(single.low, single.high, dtype=single.dtype,
+                         seed=copy.deepcopy(single.np_random))
+        self._single, self._n = single, n
+        self._shape = (n,) + single.shape
+        for name in ("low", "high", "bounded_below", "bounded_above"):
+            setattr(self, name, np.broadcast_to(getattr(self, name), self._shape))
+
+    def __reduce__(self) -> Any:
+        return BatchedBox, (self._single, self._n)
 
 
 class Phase(enum.IntEnum):

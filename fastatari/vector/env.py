@@ -134,8 +134,12 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         # several games, full action space: actions are ALE's 18 for every env
         ale_actions = lineup.multi and common.full_action_space
         meanings = _shared_action_meanings(lineup, _check_games(lineup), ale_actions)
-        plan = Plan(lineup, common, tuple(range(num_envs)), config,
-                    Layout(num_envs, common.observation_shape), ale_actions=ale_actions)
+        layout = Layout(num_envs, common.observation_shape)
+        validate.check_fits_in_memory(
+            f"num_envs={num_envs} envs with observations of shape "
+            f"{common.observation_shape} (their shared memory)", layout.nbytes)
+        plan = Plan(lineup, common, tuple(range(num_envs)), config, layout,
+                    ale_actions=ale_actions)
         return plan, meanings
 
     @classmethod
@@ -195,7 +199,7 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         self.single_observation_space = spaces.Box(0, 255, self.options.observation_shape,
                                                    np.uint8)
         self.single_action_space = spaces.Discrete(self._num_actions)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.observation_space = contract.BatchedBox(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
     # -- the executor's replies ----------------------------------------------------------------

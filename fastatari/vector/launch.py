@@ -18,7 +18,6 @@ Windows has no descriptor passing for ``subprocess``: there workers are multipro
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 from multiprocessing import spawn
 import os
@@ -27,13 +26,16 @@ import subprocess
 import sys
 import tempfile
 from multiprocessing.connection import Connection
-from typing import IO, Optional
+from typing import IO, List, Optional
 
 from fastatari.vector.buffers import Handle
 
 __all__ = ["WorkerProcess", "launch"]
 
-_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[2]); "
+# ``python -c`` puts the working directory first on sys.path: nothing is imported before the
+# path is the trainer's (``sys`` is built in), so a json.py or numpy.py in the folder a job is
+# started from never runs in a worker (-P would do it from 3.11 on; this works on 3.10 too).
+_BOOT = ("import sys; sys.path[:] = sys.argv[2:]; "
          "from fastatari.vector.worker import main; main(sys.argv[1:2])")
 STDERR_TAIL_BYTES = 2000
 
@@ -113,7 +115,7 @@ def launch(memory: Handle, name: str, wake_fd: int = -1) -> WorkerProcess:
     stderr = tempfile.TemporaryFile(prefix="fastatari-worker-")
     try:
         process = subprocess.Popen(
-            [_python(), "-c", _BOOT, str(child.fileno()), json.dumps(sys.path)],
+            [_python(), "-c", _BOOT, str(child.fileno())] + _trainer_path(),
             pass_fds=(child.fileno(), int(memory)) + ((wake_fd,) if wake_fd >= 0 else ()),
             stdin=subprocess.DEVNULL, stderr=stderr)
     except BaseException:
@@ -124,6 +126,12 @@ def launch(memory: Handle, name: str, wake_fd: int = -1) -> WorkerProcess:
         child.close()
     del name  # subprocess has no process names; workers show as `python -c ...`
     return WorkerProcess(parent, process.pid, process, stderr)
+
+
+def _trainer_path() -> List[str]:
+    """The trainer's ``sys.path``, its working-directory entry ("") made absolute as the
+    trainer resolves it now, so a worker finds what the trainer finds."""
+    return [entry or os.getcwd() for entry in sys.path]
 
 
 def _python() -> str:

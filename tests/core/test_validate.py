@@ -84,8 +84,8 @@ def test_check_probability_refuses(value):
 
 
 # -- check_timeout -------------------------------------------------------------------------------
-@pytest.mark.parametrize("value", [1e-4, 5, 5.0, 3600, np.float64(0.5), np.int64(2)])
-def test_check_timeout_accepts_positive_finite_numbers(value):
+@pytest.mark.parametrize("value", [1, 1.0, 5, 5.0, 3600, 1e300, np.float64(1.5), np.int64(2)])
+def test_check_timeout_accepts_finite_numbers_from_one_second(value):
     got = check_timeout("timeout", value)
     assert got == float(value) and type(got) is float
 
@@ -94,11 +94,13 @@ def test_check_timeout_none_waits_forever():
     assert check_timeout("timeout", None) is None
 
 
-@pytest.mark.parametrize("value", [0, 0.0, -1, -1e-9, math.nan, math.inf, -math.inf, "5", True,
-                                   False, np.bool_(True), [5]])
+@pytest.mark.parametrize("value", [0, 0.0, -1, -1e-9, 1e-6, 0.999, math.nan, math.inf,
+                                   -math.inf, "5", True, False, np.bool_(True), [5], 10**400])
 def test_check_timeout_refuses(value):
-    with pytest.raises(ValueError, match="^timeout must be None or a positive finite number "
-                                         "of seconds, got "):
+    """Absurd deadlines too: 1 µs would kill every healthy worker as hung; 10**400 s is no
+    float (it raised OverflowError)."""
+    with pytest.raises(ValueError, match="^timeout must be None \\(wait forever\\) or a finite "
+                                         "number of seconds >= 1, got "):
         check_timeout("timeout", value)
 
 
@@ -301,3 +303,14 @@ def test_resolve_cpus_refuses_ids_this_process_may_not_use(cpus):
 def test_resolve_cpus_refuses_wrong_types_with_value_error(cpus):
     with pytest.raises(ValueError, match="^cpus must be None, 'auto' or a "):
         resolve_cpus(cpus, 2)
+
+
+def test_an_observation_past_the_machines_memory_names_its_options():
+    """numpy's own MemoryError ("Unable to allocate 6.27 PiB ...") did not say which option
+    asked for it."""
+    from fastatari import AtariOptions
+
+    with pytest.raises(MemoryError, match=r"^observations of shape \(1000000000000, 84, 84\) "
+                                          r"\(stack_size=1000000000000, screen_size=84\) need "
+                                          r"6.27 PiB, more than this machine's memory"):
+        AtariOptions(stack_size=10**12)

@@ -519,3 +519,22 @@ def test_node_removed_actor_moves_others_unchanged(cluster):
     finally:
         envs.close()
         local.close()
+
+
+def test_without_ray_init_a_private_ray_on_loopback(tmp_path):
+    """No ray.init by the caller: fastatari.ray starts Ray itself, on 127.0.0.1 only (not on
+    the machine's network address), and stops it with the last env."""
+    import subprocess
+
+    code = ("import numpy as np, ray; from fastatari import ray as fa_ray\n"
+            "envs = fa_ray.make_vec('breakout', 2, num_workers=1)\n"
+            "envs.reset(seed=0); envs.step(np.zeros(2, np.int64))\n"
+            "print(sorted({n['NodeManagerAddress'] for n in ray.nodes()}))\n"
+            "envs.close(); print(ray.is_initialized())\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_ADDRESS")}
+    env["RAY_AUTH_MODE"] = "disabled"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=240, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("\n")[-3:-1] == ["['127.0.0.1']", "False"]

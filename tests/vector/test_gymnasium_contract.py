@@ -243,3 +243,47 @@ def test_two_threads_stepping_get_only_the_clear_error():
         assert not any(thread.is_alive() for thread in threads)
         assert errors == []
         assert envs.step(np.ones(2, int))[0].shape == (2, 4, 84, 84)
+
+
+# -- memory at large num_envs --------------------------------------------------------------------
+def test_the_batched_observation_space_is_gymnasiums_without_its_arrays():
+    """gymnasium's batch_space materialises four (num_envs, 4, 84, 84) arrays (113 KB per env,
+    11 GB at 100,000 envs); fastatari's space is equal to it and holds one env's."""
+    import copy
+    import pickle
+    import tracemalloc
+
+    from gymnasium import spaces
+    from gymnasium.vector.utils import batch_space
+
+    from fastatari.vector.contract import BatchedBox
+
+    single = spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    ours, theirs = BatchedBox(single, 3), batch_space(single, 3)
+    assert ours == theirs and theirs == ours and ours.shape == theirs.shape == (3, 4, 84, 84)
+    assert isinstance(ours, spaces.Box) and ours.dtype == theirs.dtype
+    assert ours.contains(theirs.sample()) and theirs.contains(ours.sample())
+    assert not ours.contains(np.zeros((2, 4, 84, 84), np.uint8))
+    for again in (pickle.loads(pickle.dumps(ours)), copy.deepcopy(ours)):
+        assert again == theirs and again.low.strides[0] == 0
+    tracemalloc.start()
+    try:
+        BatchedBox(single, 100_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # bytes: one env's bounds, not 11 GB
+    with make_vec("breakout", 2, num_workers=1, **KW) as envs:
+        assert envs.observation_space == batch_space(envs.single_observation_space, 2)
+        assert envs.observation_space.low.strides[0] == 0
+
+
+def test_num_envs_past_the_machines_memory_is_refused_before_anything_starts():
+    from fastatari.core.validate import physical_memory
+
+    if (physical_memory() or 0) > 529 * 2**30:
+        pytest.skip("this machine could hold the shared memory of 10,000,000 envs")
+    with pytest.raises(MemoryError, match=r"num_envs=10000000 envs with observations of shape "
+                                          r"\(4, 84, 84\) .*need 529 GiB, more than this "
+                                          r"machine's memory"):
+        make_vec("breakout", 10_000_000, num_workers=1)

@@ -74,6 +74,32 @@ def test_workers_never_import_the_trainers_modules(tmp_path):
     assert (tmp_path / "heavy-imports.txt").read_text().splitlines() == [trainer]
 
 
+def test_workers_import_nothing_from_the_working_directory(tmp_path):
+    """``cd /shared/folder && python /path/train.py``: a json.py (or numpy.py) planted in the
+    folder the job starts from must not run in the workers (nor in the trainer)."""
+    job, shared = tmp_path / "job", tmp_path / "shared"
+    job.mkdir()
+    shared.mkdir()
+    marker = tmp_path / "planted-ran.txt"
+    for name in ("json", "numpy", "pickle", "fastatari"):
+        (shared / f"{name}.py").write_text(
+            f"import os\nopen({str(marker)!r}, 'a').write('{name} ' + str(os.getpid()))\n")
+    (job / "train.py").write_text(textwrap.dedent("""
+        import numpy as np
+        from fastatari import make_vec
+        with make_vec("breakout", 2, num_workers=2, repeat_action_probability=0.0) as envs:
+            envs.reset(seed=0)
+            envs.step(np.ones(2, np.int64))
+            print("OK", envs.worker_pids)
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    result = subprocess.run([sys.executable, str(job / "train.py")], capture_output=True,
+                            text=True, env=env, timeout=120, cwd=shared)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("OK")
+    assert not marker.exists(), marker.read_text()
+
+
 def test_python_dash_c_works(tmp_path):
     code = ("import numpy as np, fastatari; e = fastatari.make_vec('breakout', 2, num_workers=2);"
             " e.reset(seed=0); e.step(np.zeros(2, np.int64)); e.close(); print('OK')")
