@@ -259,6 +259,10 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         if mask is None:
             mask = np.ones(self.num_envs, bool)
         seeds = validate.check_seeds(seed, self.num_envs)
+        if not self.executor.seeds.games_exist:  # the first reset: every game's seed known
+            self._draw_seeds()
+            seeds = [self.executor.seeds.last[i] if s is None else s
+                     for i, s in enumerate(seeds)]
         ids = np.flatnonzero(mask)
         self._apply_all(self.executor.reset([(int(i), seeds[i]) for i in ids]))
         self._ended[ids] = False
@@ -421,9 +425,23 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
 
     @property
     def np_random_seed(self) -> Tuple[int, ...]:
-        """Each env's last reset seed (-1 for an env never reset with a seed), as gymnasium's
-        vector envs report them."""
-        return tuple(-1 if s is None else s for s in self.executor.seeds.last)
+        """Each env's seed, as gymnasium's vector envs report them: the last it was reset
+        with. An env not seeded yet gets one drawn from entropy when first asked (as each of
+        gymnasium's envs draws its own), which its first reset then uses."""
+        self._draw_seeds()
+        return tuple(self.executor.seeds.last)  # type: ignore[arg-type]
+
+    def _draw_seeds(self) -> None:
+        """Before the games exist: a seed from entropy for each env that has none, as ale-py's
+        env seeds itself when reset without one; so every game's seed is known."""
+        book = self.executor.seeds
+        if not book.games_exist:
+            book.last = [np.random.SeedSequence().entropy if s is None else s
+                         for s in book.last]
+
+    def __len__(self) -> int:
+        """``num_envs`` (as EnvPool's ``len(env)``; Tianshou's collectors ask for it)."""
+        return self.num_envs
 
     # -- render, close -------------------------------------------------------------------------
     @contract.one_caller

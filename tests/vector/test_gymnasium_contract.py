@@ -78,6 +78,34 @@ def test_np_random_seed_is_per_env_like_gymnasiums():
         assert envs.np_random_seed == (1, 6, 3)
 
 
+def test_random_seeds_set_at_retrieval_like_gymnasiums():
+    """gymnasium's envs never seeded draw distinct seeds from entropy when first asked, keep
+    them, and an unseeded reset uses them (gymnasium's test_random_seeds_set_at_retrieval;
+    fastatari reported -1)."""
+    ref = gym.make_vec("ALE/Breakout-v5", 3, vectorization_mode="sync")
+    with make_vec("breakout", 3, num_workers=1, **KW) as envs, \
+            make_vec("breakout", 3, num_workers=1, **KW) as again:
+        first = {}
+        for name, vec in (("ours", envs), ("gymnasium", ref)):
+            seeds = vec.np_random_seed
+            assert len(set(seeds)) == 3 and all(isinstance(s, int) and s >= 0 for s in seeds)
+            assert vec.np_random_seed == seeds  # drawn once
+            first[name] = vec.reset()[0]
+            assert vec.np_random_seed == seeds  # the first reset used them
+        # so that unseeded first reset is replayed by seeding another env with those seeds
+        np.testing.assert_array_equal(again.reset(seed=list(envs.np_random_seed))[0],
+                                      first["ours"])
+    ref.close()
+    with make_vec("breakout", 2, num_workers=1, **KW) as envs:  # reset first, then asked
+        envs.reset()
+        assert len(set(envs.np_random_seed)) == 2 and min(envs.np_random_seed) >= 0
+
+
+def test_len_is_num_envs():
+    with make_vec("breakout", 3, num_workers=1, **KW) as envs:
+        assert len(envs) == 3
+
+
 def test_zero_padding_matches_frame_stack_observation():
     n = 2
     rng = np.random.default_rng(1)
