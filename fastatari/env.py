@@ -176,14 +176,17 @@ class AtariPreprocessing(gymnasium.Wrapper):
         interpolation there; a ``ValueError`` says so).
     stack_size : int, optional
         None: gymnasium's unstacked observation. ``k``: equal to
-        ``FrameStackObservation(gymnasium's AtariPreprocessing(...), k)``.
+        ``FrameStackObservation(gymnasium's AtariPreprocessing(...), k, padding_type=...)``.
+    padding_type : {"reset", "zero"}, default "reset"
+        With ``stack_size``: what fills the stack after a reset, as ``FrameStackObservation``'s
+        ``padding_type`` (the reset frame, or zeros).
     """
 
     def __init__(self, env: gymnasium.Env, noop_max: int = 30, frame_skip: int = 4,
                  screen_size: Union[int, Tuple[int, int]] = 84,
                  terminal_on_life_loss: bool = False, grayscale_obs: bool = True,
                  grayscale_newaxis: bool = False, scale_obs: bool = False,
-                 stack_size: Optional[int] = None) -> None:
+                 stack_size: Optional[int] = None, padding_type: str = "reset") -> None:
         gymnasium.Wrapper.__init__(self, env)
         # The same checks, types and messages as gymnasium 1.x's wrapper.
         if frame_skip <= 0:
@@ -212,6 +215,8 @@ class AtariPreprocessing(gymnasium.Wrapper):
             if not 0 < stack_size:
                 raise ValueError(f"The stack_size needs to be greater than zero, actual value: "
                                  f"{stack_size}")
+        if padding_type not in ("reset", "zero"):
+            raise ValueError(f"padding_type must be 'reset' or 'zero', got {padding_type!r}")
 
         self.noop_max = noop_max
         self.frame_skip = frame_skip
@@ -222,6 +227,7 @@ class AtariPreprocessing(gymnasium.Wrapper):
         self.grayscale_newaxis = grayscale_newaxis
         self.scale_obs = scale_obs
         self.stack_size = stack_size
+        self.padding_type = padding_type
         self.lives = 0
         self.game_over = False
 
@@ -236,7 +242,8 @@ class AtariPreprocessing(gymnasium.Wrapper):
         shape: Tuple[int, ...] = (k, height, width) if grayscale_obs else (k, height, width, 3)
         self._stack = np.zeros(shape, np.uint8)
         self._frames = FramePipeline(ale, palette_for(getattr(env.unwrapped, "_game", None)),
-                                     grayscale_obs, self._stack, False, frame_skip > 1)
+                                     grayscale_obs, self._stack, False, frame_skip > 1,
+                                     zero_padding=padding_type == "zero")
 
         low, high, dtype = (0, 1, np.float32) if scale_obs else (0, 255, np.uint8)
         frame_shape: Tuple[int, ...] = (height, width, 1 if grayscale_obs else 3)

@@ -18,14 +18,15 @@ WRAPPER_ARGS = ("noop_max", "frame_skip", "screen_size", "terminal_on_life_loss"
                 "grayscale_newaxis", "scale_obs")
 
 
-def make_pair(game, stack_size=None, base=None, **kwargs):
+def make_pair(game, stack_size=None, base=None, padding_type="reset", **kwargs):
     base = dict(base or {})
     base.setdefault("frameskip", 1)
     ref = GymAtariPreprocessing(gymnasium.make(f"ALE/{game}-v5", **base), **kwargs)
     if stack_size is not None:
-        ref = FrameStackObservation(ref, stack_size)
+        ref = FrameStackObservation(ref, stack_size, padding_type=padding_type)
     ours = fastatari.AtariPreprocessing(gymnasium.make(f"ALE/{game}-v5", **base),
-                                        stack_size=stack_size, **kwargs)
+                                        stack_size=stack_size, padding_type=padding_type,
+                                        **kwargs)
     return ref, ours
 
 
@@ -153,12 +154,22 @@ def test_wrapper_first_action_not_noop():
             cls(NotNoop(gymnasium.make("ALE/Breakout-v5", frameskip=1)))
 
 
+@pytest.mark.parametrize("grayscale_obs", [True, False])
+def test_wrapper_zero_padding_as_frame_stack_observation(grayscale_obs):
+    ref, ours = make_pair("Breakout", 4, dict(repeat_action_probability=0.0,
+                                              max_num_frames_per_episode=400),
+                          padding_type="zero", grayscale_obs=grayscale_obs)
+    assert run_pair(ref, ours, 700, seed=3) >= 1
+
+
 def test_wrapper_stack_size_errors():
     base = gymnasium.make("ALE/Breakout-v5", frameskip=1)
     with pytest.raises(ValueError, match=r"The stack_size needs to be greater than zero"):
         fastatari.AtariPreprocessing(base, stack_size=0)
     with pytest.raises(TypeError, match=r"The stack_size is expected to be an integer"):
         fastatari.AtariPreprocessing(base, stack_size=2.0)
+    with pytest.raises(ValueError, match=r"padding_type must be 'reset' or 'zero', got 'edge'"):
+        fastatari.AtariPreprocessing(base, stack_size=2, padding_type="edge")
 
 
 def test_wrapper_enlarging_is_rejected():
