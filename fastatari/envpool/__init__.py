@@ -1,24 +1,28 @@
 """An EnvPool-style front end: ``fastatari.envpool.make`` for scripts written for EnvPool.
 
-Scripts written for EnvPool call ``envpool.make("Breakout-v5", env_type=..., ...)`` and use
-EnvPool's API: ``reset()``, ``step(actions, env_id)``, ``send``/``recv``, ``async_reset()``,
-``xla()``, ``len(env)``, ``env.spec.config``, ``env.config``, ``is_async``, single-env
-``observation_space``/``action_space`` and the ``info`` keys ``env_id``, ``players``, ``lives``,
-``reward``, ``terminated`` and ``elapsed_step``. :func:`make` takes EnvPool's option names and
-defaults (EnvPool 1.2.x, ``envpool/atari``) and runs the games on a
+Scripts written for EnvPool call ``envpool.make("Breakout-v5", env_type=..., ...)`` (or
+``make_gymnasium``, ``make_gym``, ``make_dm``, ``make_spec``) and use EnvPool's API:
+``reset()``, ``step(actions, env_id)``, ``send``/``recv``, ``async_reset()``, ``xla()``,
+``len(env)``, ``env.spec.config``, ``env.spec.state_array_spec``, ``env.config``, ``is_async``,
+single-env ``observation_space``/``action_space`` and the ``info`` keys ``env_id``, ``players``,
+``lives``, ``reward``, ``terminated`` and ``elapsed_step``. :func:`make` takes EnvPool's option
+names and defaults (EnvPool 1.2.x, ``envpool/atari``) and runs the games on a
 :class:`fastatari.AtariVectorEnv`, so swapping the import is the whole change::
 
     from fastatari import envpool
     envs = envpool.make("Breakout-v5", env_type="gymnasium", num_envs=8, episodic_life=True,
                         reward_clip=True)
 
-``env_type="gymnasium"`` gives EnvPool 1.x's gymnasium API (:class:`EnvPoolAtari`).
-``env_type="gym"`` gives EnvPool 0.x's gym API (:mod:`fastatari.envpool.gym_api`, needs the
-``gym`` package): with gym < 0.26, as CleanRL's EnvPool scripts use it, ``reset()`` returns the
-observations only and ``step()`` returns ``(obs, reward, done, info)`` with
-``info["TimeLimit.truncated"]``; with gym >= 0.26 both follow gymnasium's shapes, as in EnvPool.
-``env.xla()`` returns EnvPool's ``(handle, recv, send, step)`` for use inside ``jax.jit``
-(:mod:`fastatari.envpool.xla`, needs ``jax``).
+``env_type="gymnasium"`` (:func:`make_gymnasium`, and :func:`make_gym`, as in EnvPool 1.x)
+gives EnvPool 1.x's gymnasium API (:class:`EnvPoolAtari`). ``env_type="gym"`` gives EnvPool
+0.x's gym API (:mod:`fastatari.envpool.gym_api`, needs the ``gym`` package): with gym < 0.26,
+as CleanRL's EnvPool scripts use it, ``reset()`` returns the observations only and ``step()``
+returns ``(obs, reward, done, info)`` with ``info["TimeLimit.truncated"]``; with gym >= 0.26
+both follow gymnasium's shapes, as in EnvPool. ``env_type="dm"`` (:func:`make_dm`) gives
+EnvPool's dm_env API (:mod:`fastatari.envpool.dm_api`, needs ``dm-env``): ``dm_env.TimeStep``
+results, with ``zero_discount_on_life_loss``. ``env.xla()`` returns EnvPool's ``(handle, recv,
+send, step)`` for use inside ``jax.jit`` (:mod:`fastatari.envpool.xla`, needs ``jax``).
+:func:`make_spec` validates the options and returns the spec without starting any game.
 
 Option mapping (EnvPool -> fastatari): ``num_threads`` -> ``num_workers`` (processes, at most
 ``num_envs``), ``stack_num`` -> ``stack_size``, ``img_width``/``img_height`` -> ``screen_size``,
@@ -33,49 +37,123 @@ from EnvPool" lists them row by row (processes instead of threads, random stream
 counts, the observation of a step that ends the game, games without NOOP or FIRE).
 
 The submodules, from the API down: ``gymnasium_api`` (:class:`EnvPoolAtari`), ``gym_api`` (the
-gym class, built when gym is first asked for), ``base`` (EnvPool's API over the vector env,
-shared by both, and the batches of results it holds), ``spec`` (:data:`Config`,
-:class:`EnvPoolSpec`), ``xla`` (``env.xla()``; jax is imported on its first call).
+gym class, built when gym is first asked for), ``dm_api`` (the dm_env class, likewise), ``base``
+(EnvPool's API over the vector env, shared by all three, and the batches of results it holds),
+``spec`` (:data:`Config`, :class:`EnvPoolSpec`, EnvPool's array and dm_env specs), ``xla``
+(``env.xla()``; jax is imported on its first call).
 """
 
 from __future__ import annotations
 
 import collections.abc
 import os
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from fastatari.core import validate
 from fastatari.envpool.base import EnvPoolMixin
+from fastatari.envpool.dm_api import dm_env_class
 from fastatari.envpool.gym_api import gym_env_class
 from fastatari.envpool.gymnasium_api import EnvPoolAtari
-from fastatari.envpool.spec import Config, EnvPoolSpec
+from fastatari.envpool.spec import ArraySpec, Config, EnvPoolSpec
 from fastatari.core.game import action_names
 from fastatari.core.games import resolve_game
 from fastatari.core.options import MAX_SIDE
 from fastatari.vector import make_vec
 
-__all__ = ["Config", "EnvPoolAtari", "EnvPoolSpec", "make"]
+__all__ = ["ArraySpec", "Config", "EnvPoolAtari", "EnvPoolSpec", "make", "make_dm", "make_gym",
+           "make_gymnasium", "make_spec"]
 
-_ENV_TYPES = ("gymnasium", "gym")
+_ENV_TYPES = ("gymnasium", "gym", "dm")
 # EnvPool options fastatari can honour at one value only: name -> that value.
 _FIXED = {"use_inter_area_resize": True, "max_num_players": 1, "render_mode": None}
 
 
-def make(task_id: str | Sequence[str], env_type: str = "gymnasium", num_envs: int = 1,
-         batch_size: int = 0, num_threads: int = 0, seed: int | Sequence[int] = 42,
-         episodic_life: bool = False, reward_clip: bool = False, noop_max: int = 30,
-         stack_num: int = 4,
-         img_height: int = 84, img_width: int = 84, gray_scale: bool = True,
-         frame_skip: int = 4, repeat_action_probability: float = 0.0,
-         use_fire_reset: bool = True, max_episode_steps: int = 27000,
-         full_action_space: bool = False, mode: int = -1, difficulty: int = -1,
-         gym_reset_return_info: Optional[bool] = None, thread_affinity_offset: int = -1,
-         zero_discount_on_life_loss: bool = False, use_inter_area_resize: bool = True,
-         max_num_players: int = 1, render_mode: Optional[str] = None,
-         **other: Any) -> EnvPoolMixin:
+def make(task_id: str | Sequence[str], env_type: str = "gymnasium",
+         **kwargs: Any) -> EnvPoolMixin:
     """Create ``num_envs`` Atari games with EnvPool's options and API.
+
+    Parameters
+    ----------
+    task_id : str or sequence of str
+        ``"Breakout-v5"``, or one name per env (see :func:`make_spec`).
+    env_type : {"gymnasium", "gym", "dm"}
+        ``"gymnasium"``: :class:`EnvPoolAtari`. ``"gym"``: EnvPool 0.x's gym API (needs
+        ``gym``; see the module docstring). ``"dm"``: EnvPool's dm_env API (needs ``dm-env``;
+        :mod:`fastatari.envpool.dm_api`).
+    **kwargs
+        EnvPool's options, as :func:`make_spec` takes them. ``gym_reset_return_info``
+        defaults to True, and False raises, as in EnvPool 1.x; but with ``"gym"`` it defaults
+        to False (``reset()`` returns the observations only, as EnvPool 0.x's).
+
+    Returns
+    -------
+    EnvPoolAtari, or the gym class of :mod:`fastatari.envpool.gym_api` for ``env_type="gym"``,
+    or the dm_env class of :mod:`fastatari.envpool.dm_api` for ``env_type="dm"``.
+
+    Raises
+    ------
+    TypeError
+        For options EnvPool's Atari envs do not have.
+    ValueError
+        For another ``env_type``, an option value fastatari cannot honour, or a bad value.
+    ImportError
+        For ``env_type="gym"`` without the ``gym`` package, ``"dm"`` without ``dm-env``.
+    """
+    if env_type not in _ENV_TYPES:
+        raise ValueError(f"env_type must be 'gymnasium', 'gym' or 'dm', got {env_type!r}")
+    if kwargs.get("gym_reset_return_info") is None:
+        kwargs["gym_reset_return_info"] = env_type != "gym"
+    elif env_type != "gym" and not kwargs["gym_reset_return_info"]:
+        raise ValueError("gym_reset_return_info=False is for env_type='gym' (EnvPool 0.x's "
+                         "gym API): EnvPool 1.x's reset() always returns the info")
+    # ImportError naming the package to install, before any game starts
+    cls = {"gymnasium": lambda: EnvPoolAtari, "gym": gym_env_class,
+           "dm": dm_env_class}[env_type]()
+    config = make_spec(task_id, **kwargs).config
+    vec = make_vec(config.task, config.num_envs,
+                   num_workers=min(config.num_threads, config.num_envs) or None,
+                   batch_size=config.batch_size, **_vector_options(config))
+    try:
+        return cls(vec, config.env_seed or config.seed, config, task_id)
+    except BaseException:
+        vec.close()
+        raise
+
+
+def make_gymnasium(task_id: str | Sequence[str], **kwargs: Any) -> EnvPoolAtari:
+    """EnvPool's ``make_gymnasium``: ``make(task_id, env_type="gymnasium", **kwargs)``."""
+    return make(task_id, "gymnasium", **kwargs)
+
+
+def make_gym(task_id: str | Sequence[str], **kwargs: Any) -> EnvPoolAtari:
+    """EnvPool 1.x's ``make_gym``: the same as :func:`make_gymnasium` (EnvPool 1.x's gym API
+    is its gymnasium API). EnvPool 0.x's gym API, on the ``gym`` package, as CleanRL's scripts
+    use it, is ``make(task_id, env_type="gym")``."""
+    return make_gymnasium(task_id, **kwargs)
+
+
+def make_dm(task_id: str | Sequence[str], **kwargs: Any) -> EnvPoolMixin:
+    """EnvPool's ``make_dm``: ``make(task_id, env_type="dm", **kwargs)``, the dm_env API
+    (:mod:`fastatari.envpool.dm_api`; needs the ``dm-env`` package, else ``ImportError``)."""
+    return make(task_id, "dm", **kwargs)
+
+
+def make_spec(task_id: str | Sequence[str], num_envs: int = 1, batch_size: int = 0,
+              num_threads: int = 0, seed: int | Sequence[int] = 42,
+              episodic_life: bool = False, reward_clip: bool = False, noop_max: int = 30,
+              stack_num: int = 4, img_height: int = 84, img_width: int = 84,
+              gray_scale: bool = True, frame_skip: int = 4,
+              repeat_action_probability: float = 0.0, use_fire_reset: bool = True,
+              max_episode_steps: int = 27000, full_action_space: bool = False, mode: int = -1,
+              difficulty: int = -1, gym_reset_return_info: Optional[bool] = None,
+              thread_affinity_offset: int = -1, zero_discount_on_life_loss: bool = False,
+              use_inter_area_resize: bool = True, max_num_players: int = 1,
+              render_mode: Optional[str] = None, **other: Any) -> EnvPoolSpec:
+    """EnvPool's ``make_spec``: the options of :func:`make`, checked, as an :class:`EnvPoolSpec`
+    (``.config``, ``.observation_space``, ``.action_space``, ``.state_array_spec``,
+    ``.action_array_spec``, ``.observation_spec()``, ...). Starts no game.
 
     Parameters
     ----------
@@ -84,9 +162,6 @@ def make(task_id: str | Sequence[str], env_type: str = "gymnasium", num_envs: in
         per env (``num_envs`` of them, a fastatari extension): env ``i`` plays ``task_id[i]``
         (games whose action sets differ need ``full_action_space=True``; see
         :func:`fastatari.make_vec`). ``env.games`` lists the ROM of each env.
-    env_type : {"gymnasium", "gym"}
-        ``"gymnasium"``: :class:`EnvPoolAtari`. ``"gym"``: EnvPool's gym API (needs ``gym``;
-        see the module docstring). EnvPool's ``"dm"`` raises ``ValueError``.
     num_envs : int
     batch_size : int
         Envs :meth:`recv` returns (0 or None: ``num_envs``).
@@ -99,32 +174,23 @@ frame_skip, repeat_action_probability, use_fire_reset, max_episode_steps, full_a
 mode, difficulty
         EnvPool's Atari options, with EnvPool's defaults.
     gym_reset_return_info : bool, optional
-        ``reset()`` returns ``(obs, info)``: always with ``"gymnasium"`` (False raises, as in
-        EnvPool 1.x); with ``"gym"`` it defaults to False (observations only).
-    thread_affinity_offset, zero_discount_on_life_loss
-        Accepted and kept in the config; processes are not pinned and there is no dm_env
-        discount.
+        Kept in the config (None: True, EnvPool's default); see :func:`make`.
+    zero_discount_on_life_loss : bool
+        The dm_env API's ``discount`` is 0 on a step that changes the lives, as in EnvPool.
+    thread_affinity_offset
+        Accepted and kept in the config; processes are not pinned.
     use_inter_area_resize, max_num_players, render_mode
         Only their defaults (True, 1, None).
     **other
         Any other name raises ``TypeError``.
-
-    Returns
-    -------
-    EnvPoolAtari, or the gym class of :mod:`fastatari.envpool.gym_api` for ``env_type="gym"``.
 
     Raises
     ------
     TypeError
         For options EnvPool's Atari envs do not have.
     ValueError
-        For another ``env_type``, an option value fastatari cannot honour, or a bad value.
-    ImportError
-        For ``env_type="gym"`` without the ``gym`` package.
+        For an option value fastatari cannot honour, or a bad value.
     """
-    if env_type not in _ENV_TYPES:
-        raise ValueError(f"env_type must be 'gymnasium' or 'gym' (the types fastatari.envpool "
-                         f"supports), got {env_type!r}")
     if other:
         raise TypeError(f"unknown EnvPool option(s) for fastatari.envpool.make: "
                         f"{', '.join(sorted(other))}")
@@ -134,15 +200,9 @@ mode, difficulty
         if value != _FIXED[name]:
             raise ValueError(f"fastatari.envpool.make supports only {name}={_FIXED[name]!r}, "
                              f"got {value!r}")
-    if gym_reset_return_info is None:
-        gym_reset_return_info = env_type == "gymnasium"
-    elif env_type == "gymnasium" and not gym_reset_return_info:
-        raise ValueError("gym_reset_return_info=False is for env_type='gym': gymnasium's "
-                         "reset() always returns (obs, info)")
-    if env_type == "gym":
-        cls: type = gym_env_class()  # ImportError naming the package to install
-    else:
-        cls = EnvPoolAtari
+    num_envs = validate.check_int("num_envs", num_envs, 1)
+    batch_size = validate.check_int("batch_size", batch_size or num_envs, 1, num_envs)
+    num_threads = validate.check_int("num_threads", num_threads or 0, 0)
     max_episode_steps = validate.check_int("max_episode_steps", max_episode_steps, 1)
     frame_skip = validate.check_int("frame_skip", frame_skip, 1)
     img_height = validate.check_int("img_height", img_height, 1, MAX_SIDE)
@@ -154,52 +214,58 @@ mode, difficulty
     else:
         config_seed, env_seed = validate.check_seed(seed), []
     if isinstance(task_id, str):
-        game: str | Tuple[str, ...] = resolve_game(task_id)
-        roms: Tuple[str, ...] = (game,)
+        roms: Tuple[str, ...] = (resolve_game(task_id),)
     elif isinstance(task_id, collections.abc.Sequence):
-        game = roms = tuple(resolve_game(t) for t in task_id)
+        roms = tuple(resolve_game(t) for t in task_id)
     else:
         raise TypeError(f"task_id must be a name or a sequence of num_envs names, got "
                         f"{task_id!r}")
-    sets = [action_names(rom, full_action_space) for rom in dict.fromkeys(roms)]
+    if len(roms) not in (1, num_envs):
+        raise ValueError(f"task_id must name one game per env: {len(roms)} names for "
+                         f"num_envs={num_envs}")
+    actions = {rom: action_names(rom, full_action_space) for rom in roms}
+    differ = [rom for rom in roms if actions[rom] != actions[roms[0]]]
+    if differ:
+        raise ValueError(f"these games have different action sets ({roms[0]}: "
+                         f"{list(actions[roms[0]])}; {differ[0]}: {list(actions[differ[0]])}): "
+                         f"pass full_action_space=True to give every env the 18 actions")
+    config = Config(
+        num_envs=num_envs, batch_size=batch_size, num_threads=num_threads,
+        max_num_players=1, thread_affinity_offset=thread_affinity_offset,
+        base_path=_rom_dir(roms[0]), seed=config_seed, env_seed=env_seed,
+        gym_reset_return_info=True if gym_reset_return_info is None else gym_reset_return_info,
+        max_episode_steps=max_episode_steps, stack_num=stack_num, frame_skip=frame_skip,
+        noop_max=noop_max, zero_discount_on_life_loss=zero_discount_on_life_loss,
+        episodic_life=episodic_life, reward_clip=reward_clip,
+        use_fire_reset=use_fire_reset, img_height=img_height, img_width=img_width,
+        task=roms[0] if len(roms) == 1 else roms, mode=mode, difficulty=difficulty,
+        full_action_space=full_action_space,
+        repeat_action_probability=repeat_action_probability,
+        use_inter_area_resize=True, gray_scale=gray_scale)
+    return EnvPoolSpec(config, len(actions[roms[0]]))
+
+
+def _vector_options(config: Config) -> Dict[str, Any]:
+    """The :func:`fastatari.make_vec` options that play ``config``'s games as EnvPool does."""
+    roms = (config.task,) if isinstance(config.task, str) else config.task
+    sets = [action_names(rom, config.full_action_space) for rom in dict.fromkeys(roms)]
     # EnvPool's reset plays raw NOOP frames and presses FIRE when FIRE is in the action set.
     # fastatari's games play action 0 and press action 1, so they refuse games where those
     # are not NOOP and FIRE (Backgammon, VideoCheckers: FIRE is action 0): those get no no-op
     # starts and no fire reset here (see the README's table of differences).
     noop_first = all(names[0] == "NOOP" for names in sets)
     fire_second = all(names[1:2] == ("FIRE",) for names in sets)
-    options = dict(
-        frame_skip=frame_skip, screen_size=(img_width, img_height), grayscale_obs=gray_scale,
-        noop_max=noop_max if noop_first else 0, stack_size=stack_num,
-        repeat_action_probability=repeat_action_probability,
-        full_action_space=full_action_space, max_num_frames_per_episode=None,
-        clip_rewards=reward_clip, episodic_life=episodic_life,
-        fire_reset=bool(use_fire_reset) and fire_second,
-        mode=None if mode == -1 else mode, difficulty=None if difficulty == -1 else difficulty,
+    return dict(
+        frame_skip=config.frame_skip, screen_size=(config.img_width, config.img_height),
+        grayscale_obs=config.gray_scale, noop_max=config.noop_max if noop_first else 0,
+        stack_size=config.stack_num, repeat_action_probability=config.repeat_action_probability,
+        full_action_space=config.full_action_space, max_num_frames_per_episode=None,
+        clip_rewards=config.reward_clip, episodic_life=config.episodic_life,
+        fire_reset=bool(config.use_fire_reset) and fire_second,
+        mode=None if config.mode == -1 else config.mode,
+        difficulty=None if config.difficulty == -1 else config.difficulty,
         ram_info=True,  # EnvPool >= 1.0 reports info["ram"]
     )
-    # EnvPool allows more threads than envs; fastatari's workers each need an env.
-    num_workers = min(num_threads, num_envs) if num_threads else None
-    vec = make_vec(game, num_envs, num_workers=num_workers, batch_size=batch_size or None,
-                   **options)
-    try:
-        config = Config(
-            num_envs=num_envs, batch_size=vec.batch_size, num_threads=num_threads or 0,
-            max_num_players=1, thread_affinity_offset=thread_affinity_offset,
-            base_path=_rom_dir(roms[0]), seed=config_seed, env_seed=env_seed,
-            gym_reset_return_info=bool(gym_reset_return_info),
-            max_episode_steps=max_episode_steps, stack_num=stack_num, frame_skip=frame_skip,
-            noop_max=noop_max, zero_discount_on_life_loss=zero_discount_on_life_loss,
-            episodic_life=episodic_life, reward_clip=reward_clip,
-            use_fire_reset=use_fire_reset, img_height=img_height, img_width=img_width,
-            task=roms[0] if len(roms) == 1 else roms, mode=mode, difficulty=difficulty,
-            full_action_space=full_action_space,
-            repeat_action_probability=repeat_action_probability,
-            use_inter_area_resize=True, gray_scale=gray_scale)
-        return cls(vec, seed, config, task_id)
-    except BaseException:
-        vec.close()
-        raise
 
 
 def _rom_dir(rom: str) -> str:

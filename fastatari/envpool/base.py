@@ -1,9 +1,10 @@
-"""What both API classes of :mod:`fastatari.envpool` share: EnvPool's API over a
+"""What the API classes of :mod:`fastatari.envpool` share: EnvPool's API over a
 :class:`fastatari.AtariVectorEnv` (:class:`EnvPoolMixin`), and the results it holds until
 ``recv`` hands them out (:class:`Batch`, its columns declared once in :data:`COLUMNS`)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
@@ -17,6 +18,9 @@ from fastatari.core.schema import RAM_SIZE
 from fastatari.vector import AtariVectorEnv
 
 __all__ = ["COLUMNS", "Batch", "EnvPoolMixin"]
+
+# dm_env.StepType's values: an episode's first result (a reset), the ones between, its last.
+FIRST, MID, LAST = 0, 1, 2
 
 #: The columns of a :class:`Batch`: name -> (the dtype of its zeros, one row's shape; None for
 #: the vector env's observation shape). Rows from the vector env keep its dtypes;
@@ -32,6 +36,8 @@ COLUMNS: Dict[str, Tuple[type, Optional[Tuple[int, ...]]]] = {
     "game_ended": (np.bool_, ()),    # the game itself is over
     "elapsed": (np.int64, ()),       # agent steps since the game's reset
     "ram": (np.uint8, (RAM_SIZE,)),
+    "step_type": (np.int32, ()),     # FIRST, MID or LAST, for the dm_env API
+    "discount": (np.float32, ()),    # the dm_env API's (0 at an episode's end; see _from_step)
 }
 
 
@@ -76,8 +82,8 @@ class Batch:
 class EnvPoolMixin:
     """EnvPool's API over a :class:`fastatari.AtariVectorEnv`, apart from the result shapes,
     which the API classes (:class:`~fastatari.envpool.EnvPoolAtari`, the gym class of
-    :mod:`fastatari.envpool.gym_api`) give through :meth:`_step_result`, :meth:`_reset_result`
-    and :attr:`_spaces`.
+    :mod:`fastatari.envpool.gym_api`, the dm_env class of :mod:`fastatari.envpool.dm_api`)
+    give through :meth:`_step_result`, :meth:`_reset_result` and :attr:`_spaces`.
 
     ``info``: ``env_id`` (int32), ``players`` (``{"env_id": ...}``), ``lives`` (int32),
     ``reward`` (float32, the raw reward before ``reward_clip``), ``terminated`` (int32, 1 when
@@ -106,12 +112,11 @@ class EnvPoolMixin:
         self.batch_size = vec.batch_size
         self.is_vector_env = True
         self._rgb = not config.gray_scale
-        shape = (config.stack_num * (3 if self._rgb else 1), config.img_height, config.img_width)
-        self.observation_space = self._spaces.Box(0, 255, shape, np.uint8)
-        self.action_space = self._spaces.Discrete(int(vec.single_action_space.n))
+        self.spec = EnvPoolSpec(config, int(vec.single_action_space.n), self._spaces)
+        self.observation_space = self.spec.observation_space
+        self.action_space = self.spec.action_space
         self.single_observation_space = self.observation_space
         self.single_action_space = self.action_space
-        self.spec = EnvPoolSpec(config, self.observation_space, self.action_space)
         self.config = config._asdict()
         self.metadata = dict(vec.metadata)
         self.render_mode = None
@@ -120,7 +125,9 @@ class EnvPoolMixin:
         self._episodic = vec.options.episodic_life
         self._clip = vec.options.clip_rewards
         self._max_steps = config.max_episode_steps
+        self._zero_discount_on_life_loss = bool(config.zero_discount_on_life_loss)
         n = vec.num_envs
+        self._lives = np.zeros(n, np.int64)  # each env's lives in its last result
         self._all_ids = np.arange(n, dtype=np.int32)
         self._elapsed = np.zeros(n, np.int64)
         self._ended = np.zeros(n, bool)  # the env's last result ended an episode
@@ -136,11 +143,12 @@ class EnvPoolMixin:
     # -- what the API classes give ---------------------------------------------------------------
     _spaces: Any = gymnasium.spaces  # the module of the API's Box and Discrete
 
-    def _step_result(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
-                     truncated: np.ndarray, info: Dict[str, Any]) -> Any:
+    def _step_result(self, batch: "Batch") -> Any:
+        """What ``step()`` and ``recv()`` return for ``batch`` (see :meth:`_arrays`)."""
         raise NotImplementedError
 
-    def _reset_result(self, obs: np.ndarray, info: Dict[str, Any]) -> Any:
+    def _reset_result(self, batch: "Batch") -> Any:
+        """What ``reset()`` returns for ``batch``."""
         raise NotImplementedError
 
     # -- EnvPool's small API -------------------------------------------------------------------
@@ -180,7 +188,7 @@ class EnvPoolMixin:
         """A result of ``batch_size`` envs (zeros), as :meth:`recv` returns one: its shapes and
         dtypes (for ``xla()``)."""
         obs_shape = self.vec.single_observation_space.shape
-        return self._step_result(*self._arrays(Batch.zeros(self.batch_size, obs_shape)))
+        return self._step_result(Batch.zeros(self.batch_size, obs_shape))
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _queued(self) -> int:
@@ -217,11 +225,19 @@ class EnvPoolMixin:
                 self.vec.end_episodes(ids[unseen])
             truncated = truncated | at_limit
             terminated = terminated & ~at_limit
-        self._ended[ids] = terminated | truncated
+        done = terminated | truncated
+        self._ended[ids] = done
         self._continues[ids] = life_loss & ~at_limit
+        # EnvPool's dm_env discount: 0 when the episode ends, and with
+        # zero_discount_on_life_loss also when the lives change; 1 on a reset.
+        lives = info["lives"]
+        ends = done | (self._zero_discount_on_life_loss & (lives != self._lives[ids]))
+        self._lives[ids] = lives
+        discount = np.where(autoreset, 1.0, ~ends).astype(np.float32)
+        step_type = np.where(autoreset, FIRST, np.where(done, LAST, MID))
         return Batch(ids=ids, obs=obs, reward=reward, terminated=terminated, truncated=truncated,
-                     lives=info["lives"], raw_reward=raw, game_ended=game_ended,
-                     elapsed=elapsed, ram=info["ram"])
+                     lives=lives, raw_reward=raw, game_ended=game_ended,
+                     elapsed=elapsed, ram=info["ram"], step_type=step_type, discount=discount)
 
     def _from_reset(self, ids: np.ndarray, obs: np.ndarray, info: Dict[str, Any],
                     seeded: bool) -> Batch:
@@ -229,9 +245,10 @@ class EnvPoolMixin:
         self._elapsed[ids] = np.where(continues, self._elapsed[ids], 0)
         self._ended[ids] = False
         self._continues[ids] = False
+        self._lives[ids] = info["lives"][ids]
         return Batch.zeros(ids.size, obs.shape[1:], ids=ids, obs=obs[ids],
                            lives=info["lives"][ids], elapsed=self._elapsed[ids],
-                           ram=info["ram"][ids])
+                           ram=info["ram"][ids], discount=np.ones(ids.size, np.float32))
 
     def _arrays(self, batch: Batch) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                               Dict[str, Any]]:
@@ -256,6 +273,30 @@ class EnvPoolMixin:
     def _env_ids(self, env_id: Any) -> np.ndarray:
         """One int or an array of distinct ints in range, as EnvPool takes them."""
         return validate.check_env_ids(env_id, self.vec.num_envs)
+
+    @staticmethod
+    def _action(action: Any, env_id: Any) -> Tuple[np.ndarray, Any]:
+        """The actions and env ids of EnvPool's two action forms: an array (with ``env_id``),
+        or a dict of int32 arrays ``{"env_id", "players.env_id", "action"}`` (``env_id``, when
+        given, overrides the dict's, as in EnvPool).
+
+        Raises ``RuntimeError`` for a dict array that is not int32, as EnvPool does. Floats
+        holding whole numbers are taken as EnvPool takes them (its tests send ``np.ones(n)``);
+        other floats are refused, not rounded.
+        """
+        if isinstance(action, dict):
+            for key, value in action.items():
+                dtype = np.asarray(value).dtype
+                if dtype != np.int32:
+                    raise RuntimeError(f'Expected dtype int32 with action "{key}", got {dtype}')
+            if env_id is None:
+                env_id = action.get("env_id")
+            action = action["action"]
+        action = np.asarray(action)
+        if (action.dtype.kind == "f" and np.isfinite(action).all()
+                and (action == np.floor(action)).all()):
+            action = action.astype(np.int64)
+        return action, env_id
 
     def _check_open(self) -> None:
         if self.closed:
@@ -287,8 +328,7 @@ class EnvPoolMixin:
                 raise ValueError("pass either env_id or options['reset_mask'], not both")
             env_id = np.flatnonzero(mask)
         self._reset_into_queue(self._env_ids(env_id), seed)
-        obs, _, _, _, info = self._arrays(self._pop_batch())
-        return self._reset_result(obs, info)
+        return self._reset_result(self._pop_batch())
 
     def _reset_into_queue(self, ids: np.ndarray, seed: Any) -> None:
         self._check_open()
@@ -311,31 +351,32 @@ class EnvPoolMixin:
     def step(self, action: Any, env_id: Any = None) -> Any:
         """``send(action, env_id)`` then ``recv()``: returns ``batch_size`` envs."""
         self._check_open()
+        action, env_id = self._action(action, env_id)
         if (env_id is None and self.batch_size == self.vec.num_envs and not self._in_flight
                 and not self._queue):
             # synchronous fast path: one batched step, already in env order
             ids = np.arange(self.vec.num_envs)
-            batch = self._from_step(ids, *self.vec.step(np.asarray(action)))
-            return self._step_result(*self._arrays(batch))
+            return self._step_result(self._from_step(ids, *self.vec.step(action)))
         self.send(action, env_id)
         return self.recv()
 
     def send(self, action: Any, env_id: Any = None) -> None:
         """Start stepping ``env_id`` (default: all) with ``action``; :meth:`recv` collects."""
         self._check_open()
+        action, env_id = self._action(action, env_id)
         ids = self._env_ids(env_id)
         for batch in self._queue:
             waiting = np.isin(ids, batch.ids)
             if waiting.any():
                 raise AlreadyPendingCallError(f"env {int(ids[np.argmax(waiting)])} has a result "
                                               f"that recv() has not returned yet", "send")
-        self.vec.send(np.asarray(action), ids)
+        self.vec.send(action, ids)
         self._in_flight += ids.size
         self._mark_sent(ids)
 
     def recv(self) -> Any:
         """The first ``batch_size`` envs to finish (fewer only if fewer are pending)."""
-        return self._step_result(*self._arrays(self._pop_batch()))
+        return self._step_result(self._pop_batch())
 
     def _pop_batch(self) -> Batch:
         self._check_open()
@@ -353,6 +394,12 @@ class EnvPoolMixin:
         head, tail = batch.split(self.batch_size)
         self._queue = [tail] if tail.ids.size else []
         return head
+
+    def seed(self, seed: Any = None) -> None:
+        """EnvPool's abandoned ``seed()``: a warning, as in EnvPool. Seed with ``make(...,
+        seed=...)``, or reseed with ``reset(seed=...)``."""
+        warnings.warn("The `seed` function in envpool is abandoned. You can set seed by "
+                      "envpool.make(..., seed=seed) instead.", UserWarning, stacklevel=2)
 
     def close(self, **kwargs: Any) -> None:
         """Stop the worker processes. Safe to call more than once."""

@@ -62,13 +62,15 @@ def _gym_class(gym: ModuleType) -> type:
 
         _spaces = gym.spaces
 
-        def _step_result(self, obs, reward, terminated, truncated, info):
+        def _step_result(self, batch):
+            obs, reward, terminated, truncated, info = self._arrays(batch)
             if new_api:
                 return obs, reward, terminated, truncated, info
             info["TimeLimit.truncated"] = truncated
             return obs, reward, terminated | truncated, info
 
-        def _reset_result(self, obs, info):
+        def _reset_result(self, batch):
+            obs, _, _, _, info = self._arrays(batch)
             if new_api or self.spec.config.gym_reset_return_info:
                 if not new_api:
                     info["TimeLimit.truncated"] = np.zeros(obs.shape[0], bool)

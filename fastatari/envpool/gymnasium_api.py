@@ -21,8 +21,9 @@ class EnvPoolAtari(EnvPoolMixin, gymnasium.vector.VectorEnv, gymnasium.Env):
     terminated, truncated, info)``.
     """
 
-    def _step_result(self, obs, reward, terminated, truncated, info):
-        return obs, reward, terminated, truncated, info
+    def _step_result(self, batch):
+        return self._arrays(batch)
 
-    def _reset_result(self, obs, info):
+    def _reset_result(self, batch):
+        obs, _, _, _, info = self._arrays(batch)
         return obs, info
