@@ -59,6 +59,7 @@ from fastatari.envpool.gymnasium_api import EnvPoolAtari
 from fastatari.envpool.spec import ArraySpec, Config, EnvPoolSpec
 from fastatari.core.game import action_names
 from fastatari.core.games import resolve_game
+from fastatari.core.romfacts import known_facts, loaded_facts
 from fastatari.core.options import MAX_SIDE
 from fastatari.vector import make_vec
 
@@ -223,6 +224,11 @@ mode, difficulty
     if len(roms) not in (1, num_envs):
         raise ValueError(f"task_id must name one game per env: {len(roms)} names for "
                          f"num_envs={num_envs}")
+    for rom in dict.fromkeys(roms):  # in EnvPool's names, before screen_size's words could
+        h, w = (known_facts(rom) or loaded_facts(rom)).screen
+        if img_width > w or img_height > h:
+            raise ValueError(f"img_width={img_width}, img_height={img_height} would enlarge "
+                             f"{rom}'s {w}x{h} screen: fastatari only downscales (INTER_AREA)")
     actions = {rom: action_names(rom, full_action_space) for rom in roms}
     differ = [rom for rom in roms if actions[rom] != actions[roms[0]]]
     if differ:

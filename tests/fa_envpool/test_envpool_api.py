@@ -8,6 +8,7 @@ import ast
 import graphlib
 import importlib.util
 import inspect
+import re
 import os
 import pathlib
 import subprocess
@@ -385,9 +386,20 @@ def test_games_whose_action_0_is_fire_run_with_default_options(task_id, actions)
         envs.close()
 
 
+def test_messages_name_envpools_options():
+    """A bad value is named as the user wrote it (EnvPool's option), not by the fastatari
+    option it maps to (num_threads named num_workers; img_width named screen_size)."""
+    for kw, words in [(dict(num_threads=-1), "num_threads must be an int >= 0, got -1"),
+                      (dict(num_threads="2"), "num_threads must be an int >= 0, got '2'"),
+                      (dict(img_width=1000), "img_width=1000, img_height=84 would enlarge "
+                                             "breakout's 160x210 screen")]:
+        with pytest.raises(ValueError, match=re.escape(words)):
+            fa_envpool.make("Breakout-v5", num_envs=2, **kw)
+
+
 def test_errors(monkeypatch):
-    with pytest.raises(ValueError, match="env_type must be 'gymnasium' or 'gym'"):
-        fa_envpool.make("Pong-v5", env_type="dm")
+    with pytest.raises(ValueError, match="env_type must be 'gymnasium', 'gym' or 'dm'"):
+        fa_envpool.make("Pong-v5", env_type="dmx")
     with pytest.raises(ValueError, match="gym_reset_return_info=False is for env_type='gym'"):
         fa_envpool.make("Pong-v5", gym_reset_return_info=False)
     with pytest.raises(ValueError, match="max_num_players=1"):
@@ -431,7 +443,7 @@ def test_matches_real_envpool_spaces_info_and_defaults():
     import envpool
 
     ours_defaults = {name: p.default for name, p in
-                     inspect.signature(fa_envpool.make).parameters.items()
+                     inspect.signature(fa_envpool.make_spec).parameters.items()
                      if p.default is not inspect.Parameter.empty}
     for kw in ({}, {"img_height": 60, "img_width": 50, "stack_num": 2}, {"gray_scale": False},
                {"batch_size": 1, "num_threads": 1}):
