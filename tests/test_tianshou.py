@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -167,8 +168,12 @@ print(json.dumps(out))
 
 def run_factory_script(entry: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(FACTORY_SCRIPT), entry],
-                          capture_output=True, text=True, env=env, timeout=600)
+    # from a neutral folder: ``python -c`` puts the working directory first on sys.path, and a
+    # checkout's fastatari (no compiled module) would shadow the installed one
+    with tempfile.TemporaryDirectory() as neutral:
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(FACTORY_SCRIPT), entry],
+                              capture_output=True, text=True, env=env, timeout=600,
+                              cwd=neutral)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
