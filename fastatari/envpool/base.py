@@ -19,9 +19,6 @@ from fastatari.vector import AtariVectorEnv
 
 __all__ = ["COLUMNS", "Batch", "EnvPoolMixin"]
 
-# dm_env.StepType's values: an episode's first result (a reset), the ones between, its last.
-FIRST, MID, LAST = 0, 1, 2
-
 #: The columns of a :class:`Batch`: name -> (the dtype of its zeros, one row's shape; None for
 #: the vector env's observation shape). Rows from the vector env keep its dtypes;
 #: :meth:`EnvPoolMixin._arrays` casts them to EnvPool's.
@@ -36,8 +33,8 @@ COLUMNS: Dict[str, Tuple[type, Optional[Tuple[int, ...]]]] = {
     "game_ended": (np.bool_, ()),    # the game itself is over
     "elapsed": (np.int64, ()),       # agent steps since the game's reset
     "ram": (np.uint8, (RAM_SIZE,)),
-    "step_type": (np.int32, ()),     # FIRST, MID or LAST, for the dm_env API
-    "discount": (np.float32, ()),    # the dm_env API's (0 at an episode's end; see _from_step)
+    "first": (np.bool_, ()),         # a reset's result (the dm_env API's FIRST step type)
+    "cut": (np.bool_, ()),           # the dm_env API's discount is 0 (see _from_step)
 }
 
 
@@ -228,16 +225,15 @@ class EnvPoolMixin:
         done = terminated | truncated
         self._ended[ids] = done
         self._continues[ids] = life_loss & ~at_limit
-        # EnvPool's dm_env discount: 0 when the episode ends, and with
-        # zero_discount_on_life_loss also when the lives change; 1 on a reset.
-        lives = info["lives"]
-        ends = done | (self._zero_discount_on_life_loss & (lives != self._lives[ids]))
-        self._lives[ids] = lives
-        discount = np.where(autoreset, 1.0, ~ends).astype(np.float32)
-        step_type = np.where(autoreset, FIRST, np.where(done, LAST, MID))
+        # EnvPool's dm_env discount is 0 when the episode ends and, with
+        # zero_discount_on_life_loss (off by default: no work here), when the lives change
+        lives, cut = info["lives"], done
+        if self._zero_discount_on_life_loss:
+            cut = done | (lives != self._lives[ids])
+            self._lives[ids] = lives
         return Batch(ids=ids, obs=obs, reward=reward, terminated=terminated, truncated=truncated,
                      lives=lives, raw_reward=raw, game_ended=game_ended,
-                     elapsed=elapsed, ram=info["ram"], step_type=step_type, discount=discount)
+                     elapsed=elapsed, ram=info["ram"], first=autoreset, cut=cut)
 
     def _from_reset(self, ids: np.ndarray, obs: np.ndarray, info: Dict[str, Any],
                     seeded: bool) -> Batch:
@@ -245,10 +241,11 @@ class EnvPoolMixin:
         self._elapsed[ids] = np.where(continues, self._elapsed[ids], 0)
         self._ended[ids] = False
         self._continues[ids] = False
-        self._lives[ids] = info["lives"][ids]
-        return Batch.zeros(ids.size, obs.shape[1:], ids=ids, obs=obs[ids],
-                           lives=info["lives"][ids], elapsed=self._elapsed[ids],
-                           ram=info["ram"][ids], discount=np.ones(ids.size, np.float32))
+        lives = info["lives"][ids]
+        self._lives[ids] = lives
+        return Batch.zeros(ids.size, obs.shape[1:], ids=ids, obs=obs[ids], lives=lives,
+                           elapsed=self._elapsed[ids], ram=info["ram"][ids],
+                           first=np.ones(ids.size, bool))
 
     def _arrays(self, batch: Batch) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                               Dict[str, Any]]:

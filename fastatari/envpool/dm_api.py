@@ -28,6 +28,9 @@ from fastatari.envpool.spec import Players, State, import_dm_env
 
 __all__ = ["dm_env_class"]
 
+# dm_env.StepType's values: an episode's first result (a reset), the ones between, its last.
+FIRST, MID, LAST = 0, 1, 2
+
 
 def dm_env_class() -> type:
     """The dm_env-API env class.
@@ -59,9 +62,11 @@ def _dm_class(dm_env: ModuleType) -> type:
                 env_id=info["env_id"], players=Players(info["players"]["env_id"]), obs=obs,
                 lives=info["lives"], reward=info["reward"], terminated=info["terminated"],
                 ram=info["ram"])
-            return dm_env.TimeStep(step_type=batch.columns["step_type"].astype(np.int32),
-                                   reward=reward,
-                                   discount=batch.columns["discount"].astype(np.float32),
+            first, cut = batch.columns["first"], batch.columns["cut"]
+            done = batch.columns["terminated"] | batch.columns["truncated"]
+            step_type = np.where(first, FIRST, np.where(done, LAST, MID)).astype(np.int32)
+            discount = np.where(first, 1.0, ~cut).astype(np.float32)
+            return dm_env.TimeStep(step_type=step_type, reward=reward, discount=discount,
                                    observation=observation)
 
         _reset_result = _step_result
