@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
-__all__ = ["ATARI_5", "ATARI_57"]
+__all__ = ["ATARI_5", "ATARI_10", "ATARI_57", "ATARI_100K"]
 
 #: The 57 games of the Atari benchmark as used by DQN's successors and Agent57 (Badia et al.,
 #: "Agent57: Outperforming the Atari Human Benchmark", ICML 2020, appendix table of games).
@@ -26,3 +26,23 @@ ATARI_57: Tuple[str, ...] = (
 #: and Hutter, "Atari-5: Distilling the Arcade Learning Environment down to Five Games",
 #: ICML 2023).
 ATARI_5: Tuple[str, ...] = ("battle_zone", "double_dunk", "name_this_game", "phoenix", "qbert")
+
+#: Atari-10: Atari-5 and five more games, for a closer estimate of the Atari-57 median (Aitchison,
+#: Sweetser and Hutter, ICML 2023, above). The list is the first author's
+#: ``AtariScoreNormalizer.SUBSETS["Atari_10"]`` in maitchison/PPO, tools/plot_util.py (commit
+#: d3e32282); the paper's repository (maitchison/Atari-5) computes the subsets without listing
+#: them. The last five are ATARI_5.
+ATARI_10: Tuple[str, ...] = ("amidar", "bowling", "frostbite", "kung_fu_master", "riverraid",
+                             "battle_zone", "double_dunk", "name_this_game", "phoenix", "qbert")
+
+#: Atari 100k: the 26 games of Kaiser et al. 2019, "Model-Based Reinforcement Learning for Atari"
+#: (SimPLe), on which data-efficient agents train for 100k agent steps (400k frames), as
+#: Dopamine's dopamine/labs/atari_100k runs DER, DrQ, OTRainbow and SPR. The list is
+#: ATARI_100K_GAMES in google-research/rliable, deep_rl_precipice_colab.ipynb (commit 3ccd9f4d);
+#: Dopamine's configs name one game at a time (gin's create_atari_environment.game_name).
+ATARI_100K: Tuple[str, ...] = (
+    "alien", "amidar", "assault", "asterix", "bank_heist", "battle_zone", "boxing", "breakout",
+    "chopper_command", "crazy_climber", "demon_attack", "freeway", "frostbite", "gopher", "hero",
+    "jamesbond", "kangaroo", "krull", "kung_fu_master", "ms_pacman", "pong", "private_eye",
+    "qbert", "road_runner", "seaquest", "up_n_down",
+)

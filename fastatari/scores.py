@@ -1,0 +1,470 @@
+"""Human-normalized Atari scores, and their aggregates over games and runs as papers report them.
+
+A human-normalized score (HNS) maps a game's raw return linearly so that 0 is a random agent's
+return and 1 a human tester's: ``(score - random) / (human - random)``. The reference returns
+come from published tables, which differ (how long the human played, how the random agent
+acted), so every function takes ``table=``:
+
+``"dqn_zoo"`` (the default)
+    DeepMind's DQN Zoo, 57 games. Human: a professional game tester; episodes capped at 108,000
+    frames (30 minutes), each starting with 1 to 30 no-ops.
+``"nature"``
+    Mnih et al., "Human-level control through deep reinforcement learning", Nature 518 (2015),
+    Extended Data Table 2, as printed: 49 games. Human: about 20 episodes of at most 5 minutes
+    (18,000 frames); random: an action every sixth frame (10 Hz).
+``"dopamine"``
+    Dopamine's Atari 100k normalization, 55 games: the DQN Zoo numbers, but Video Pinball's
+    random score is 0.0 (not 16256.9) and Defender and Surround have no human score. rliable's
+    Atari notebook uses the same table ("taken from the MuZero paper", it says).
+
+Where the tables share a game, their random scores are the same numbers (Nature prints those of
+1000 and over rounded: Centipede 2091 for 2090.9) except Video Pinball's 0.0 in ``"dopamine"``;
+``"dqn_zoo"`` and ``"dopamine"`` have the same human scores, and Nature's 5-minute human scores
+differ from them in 33 of its 49 games (Ms. Pac-Man: 15693 against 6951.6).
+
+Games are ale-py ROM ids (``"montezuma_revenge"``); any spelling
+:func:`fastatari.core.games.resolve_game` accepts works (``"MontezumaRevenge"``,
+``"ALE/MontezumaRevenge-v5"``).
+
+:func:`aggregate` computes the median, mean, interquartile mean (IQM) and optimality gap with
+stratified-bootstrap confidence intervals (Agarwal et al., "Deep Reinforcement Learning at the
+Edge of the Statistical Precipice", NeurIPS 2021) through the ``rliable`` library, an optional
+dependency: ``pip install "fastatari[eval]"``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from types import MappingProxyType
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from fastatari.core.games import resolve_game
+
+__all__ = ["DEFAULT_TABLE", "TABLES", "SOURCES", "METRICS", "Estimate", "tables", "reference",
+           "human_normalized", "aggregate"]
+
+#: The table used when none is named.
+DEFAULT_TABLE = "dqn_zoo"
+
+# google-deepmind/dqn_zoo, dqn_zoo/atari_data.py, ``_ATARI_DATA`` (commit 359945dc, 2023-03-02;
+# the numbers are unchanged since the first commit, 402ba5c8, 2020-07-28): (random, human).
+_DQN_ZOO = {
+    "alien": (227.8, 7127.7),
+    "amidar": (5.8, 1719.5),
+    "assault": (222.4, 742.0),
+    "asterix": (210.0, 8503.3),
+    "asteroids": (719.1, 47388.7),
+    "atlantis": (12850.0, 29028.1),
+    "bank_heist": (14.2, 753.1),
+    "battle_zone": (2360.0, 37187.5),
+    "beam_rider": (363.9, 16926.5),
+    "berzerk": (123.7, 2630.4),
+    "bowling": (23.1, 160.7),
+    "boxing": (0.1, 12.1),
+    "breakout": (1.7, 30.5),
+    "centipede": (2090.9, 12017.0),
+    "chopper_command": (811.0, 7387.8),
+    "crazy_climber": (10780.5, 35829.4),
+    "defender": (2874.5, 18688.9),
+    "demon_attack": (152.1, 1971.0),
+    "double_dunk": (-18.6, -16.4),
+    "enduro": (0.0, 860.5),
+    "fishing_derby": (-91.7, -38.7),
+    "freeway": (0.0, 29.6),
+    "frostbite": (65.2, 4334.7),
+    "gopher": (257.6, 2412.5),
+    "gravitar": (173.0, 3351.4),
+    "hero": (1027.0, 30826.4),
+    "ice_hockey": (-11.2, 0.9),
+    "jamesbond": (29.0, 302.8),
+    "kangaroo": (52.0, 3035.0),
+    "krull": (1598.0, 2665.5),
+    "kung_fu_master": (258.5, 22736.3),
+    "montezuma_revenge": (0.0, 4753.3),
+    "ms_pacman": (307.3, 6951.6),
+    "name_this_game": (2292.3, 8049.0),
+    "phoenix": (761.4, 7242.6),
+    "pitfall": (-229.4, 6463.7),
+    "pong": (-20.7, 14.6),
+    "private_eye": (24.9, 69571.3),
+    "qbert": (163.9, 13455.0),
+    "riverraid": (1338.5, 17118.0),
+    "road_runner": (11.5, 7845.0),
+    "robotank": (2.2, 11.9),
+    "seaquest": (68.4, 42054.7),
+    "skiing": (-17098.1, -4336.9),
+    "solaris": (1236.3, 12326.7),
+    "space_invaders": (148.0, 1668.7),
+    "star_gunner": (664.0, 10250.0),
+    "surround": (-10.0, 6.5),
+    "tennis": (-23.8, -8.3),
+    "time_pilot": (3568.0, 5229.2),
+    "tutankham": (11.4, 167.6),
+    "up_n_down": (533.4, 11693.2),
+    "venture": (0.0, 1187.5),
+    "video_pinball": (16256.9, 17667.9),
+    "wizard_of_wor": (563.5, 4756.5),
+    "yars_revenge": (3092.9, 54576.9),
+    "zaxxon": (32.5, 9173.3),
+}
+
+# Mnih et al. 2015, Nature 518:529-533, Extended Data Table 2, columns "Random Play" and "Human",
+# as printed (large values rounded to integers there). Checked against two text copies of the
+# paper and seungjaeryanlee/rldb, rldb/db/paper__dqn/algo__{random,human}/entries.py (commit
+# 1f608c8f), whose one-decimal human scores (6875.4, 1675.8, ...) round to these. No berzerk,
+# defender, phoenix, pitfall, skiing, solaris, surround or yars_revenge: the paper has 49 games.
+_NATURE = {
+    "alien": (227.8, 6875.0),
+    "amidar": (5.8, 1676.0),
+    "assault": (222.4, 1496.0),
+    "asterix": (210.0, 8503.0),
+    "asteroids": (719.1, 13157.0),
+    "atlantis": (12850.0, 29028.0),
+    "bank_heist": (14.2, 734.4),
+    "battle_zone": (2360.0, 37800.0),
+    "beam_rider": (363.9, 5775.0),
+    "bowling": (23.1, 154.8),
+    "boxing": (0.1, 4.3),
+    "breakout": (1.7, 31.8),
+    "centipede": (2091.0, 11963.0),
+    "chopper_command": (811.0, 9882.0),
+    "crazy_climber": (10781.0, 35411.0),
+    "demon_attack": (152.1, 3401.0),
+    "double_dunk": (-18.6, -15.5),
+    "enduro": (0.0, 309.6),
+    "fishing_derby": (-91.7, 5.5),
+    "freeway": (0.0, 29.6),
+    "frostbite": (65.2, 4335.0),
+    "gopher": (257.6, 2321.0),
+    "gravitar": (173.0, 2672.0),
+    "hero": (1027.0, 25763.0),
+    "ice_hockey": (-11.2, 0.9),
+    "jamesbond": (29.0, 406.7),
+    "kangaroo": (52.0, 3035.0),
+    "krull": (1598.0, 2395.0),
+    "kung_fu_master": (258.5, 22736.0),
+    "montezuma_revenge": (0.0, 4367.0),
+    "ms_pacman": (307.3, 15693.0),
+    "name_this_game": (2292.0, 4076.0),
+    "pong": (-20.7, 9.3),
+    "private_eye": (24.9, 69571.0),
+    "qbert": (163.9, 13455.0),
+    "riverraid": (1339.0, 13513.0),
+    "road_runner": (11.5, 7845.0),
+    "robotank": (2.2, 11.9),
+    "seaquest": (68.4, 20182.0),
+    "space_invaders": (148.0, 1652.0),
+    "star_gunner": (664.0, 10250.0),
+    "tennis": (-23.8, -8.9),
+    "time_pilot": (3568.0, 5925.0),
+    "tutankham": (11.4, 167.6),
+    "up_n_down": (533.4, 9082.0),
+    "venture": (0.0, 1188.0),
+    "video_pinball": (16257.0, 17298.0),
+    "wizard_of_wor": (563.5, 4757.0),
+    "zaxxon": (32.5, 9173.0),
+}
+
+# google/dopamine, dopamine/labs/atari_100k/normalization_utils.py, ATARI_RANDOM_SCORES and
+# ATARI_HUMAN_SCORES (commit a6f414ca, 2023-06-12): DQN Zoo's numbers except video_pinball's
+# random score (0.0). Its random table also has defender and surround, its human table not:
+# they are left out here, as no score can be normalized without both. The same 55 pairs as
+# google-research/rliable, deep_rl_precipice_colab.ipynb (commit 3ccd9f4d), cell "Calculate
+# Human AND Random scores", which drops the same two human scores.
+_DOPAMINE = {game: pair for game, pair in _DQN_ZOO.items() if game not in ("defender", "surround")}
+_DOPAMINE["video_pinball"] = (0.0, 17667.9)
+
+#: Reference scores: ``TABLES[table][game] == (random, human)``. Read-only.
+TABLES: Mapping[str, Mapping[str, Tuple[float, float]]] = MappingProxyType({
+    "dqn_zoo": MappingProxyType(_DQN_ZOO),
+    "nature": MappingProxyType(_NATURE),
+    "dopamine": MappingProxyType(_DOPAMINE),
+})
+
+#: Where each table's numbers come from, in one line.
+SOURCES: Mapping[str, str] = MappingProxyType({
+    "dqn_zoo": "google-deepmind/dqn_zoo dqn_zoo/atari_data.py (commit 359945dc): random and "
+               "professional human tester, 30-minute (108,000-frame) episodes, 57 games",
+    "nature": "Mnih et al. 2015, Nature 518:529, Extended Data Table 2: random (10 Hz) and "
+              "professional human tester, 5-minute episodes, 49 games",
+    "dopamine": "google/dopamine dopamine/labs/atari_100k/normalization_utils.py (commit "
+                "a6f414ca), also rliable's Atari notebook: DQN Zoo's table with video_pinball "
+                "random 0.0 and no defender or surround, 55 games",
+})
+
+#: The aggregates :func:`aggregate` computes: rliable's ``aggregate_median``, ``aggregate_mean``,
+#: ``aggregate_iqm`` and ``aggregate_optimality_gap``.
+METRICS: Tuple[str, ...] = ("median", "mean", "iqm", "optimality_gap")
+
+#: Bootstrap confidence-interval methods rliable documents (``arch``'s names).
+_CI_METHODS = ("percentile", "basic", "bc", "bca")
+
+
+class Estimate(NamedTuple):
+    """An aggregate's point estimate and its confidence interval."""
+
+    value: float
+    low: float
+    high: float
+
+
+def tables() -> Tuple[str, ...]:
+    """The reference table names, the default first."""
+    return tuple(TABLES)
+
+
+def _table(table: Any) -> Mapping[str, Tuple[float, float]]:
+    if not isinstance(table, str) or table not in TABLES:
+        raise ValueError(f"unknown score table {table!r}; tables: {', '.join(TABLES)}")
+    return TABLES[table]
+
+
+def reference(game: str, table: str = DEFAULT_TABLE) -> Tuple[float, float]:
+    """A game's reference scores.
+
+    Parameters
+    ----------
+    game : str
+        A ROM id (``"ms_pacman"``) or any spelling :func:`~fastatari.core.games.resolve_game`
+        accepts (``"MsPacman"``, ``"ALE/MsPacman-v5"``).
+    table : str, default "dqn_zoo"
+        One of :func:`tables`.
+
+    Returns
+    -------
+    (float, float)
+        ``(random, human)``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown table or game, or a game the table has no score for (the message names
+        the tables that have one).
+    """
+    scores = _table(table)
+    rom = resolve_game(game)
+    pair = scores.get(rom)
+    if pair is None:
+        having = [name for name, other in TABLES.items() if rom in other]
+        where = (f"; tables with it: {', '.join(having)}" if having
+                 else "; no table has it")
+        raise ValueError(f"no reference score for game {rom!r} in table {table!r} "
+                         f"({len(scores)} games){where}")
+    return pair
+
+
+def human_normalized(game: str, score: Any, table: str = DEFAULT_TABLE) -> Union[float, np.ndarray]:
+    """A raw score as a human-normalized score: ``(score - random) / (human - random)``.
+
+    Parameters
+    ----------
+    game : str
+        The game (see :func:`reference`).
+    score : float or array_like
+        Raw returns (undiscounted, unclipped episode scores).
+    table : str, default "dqn_zoo"
+        The reference table (see the module docstring; :func:`tables` lists them).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        A float for a scalar ``score``, else a float64 array of ``score``'s shape: 0.0 at the
+        table's random score, 1.0 at its human score.
+
+    Raises
+    ------
+    ValueError
+        As :func:`reference`.
+    TypeError
+        For a ``score`` that is not a number or an array of numbers.
+    """
+    random_score, human_score = reference(game, table)
+    values = _as_float_array("score", score)
+    normalized = (values - random_score) / (human_score - random_score)
+    return float(normalized) if normalized.ndim == 0 else normalized
+
+
+def _as_float_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array; ``TypeError`` for booleans, strings and other non-numbers."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
+    try:
+        array = np.asarray(value)
+    except ValueError:  # a ragged nesting of sequences
+        raise ValueError(f"{name} must be a number or a rectangular array of numbers, got "
+                         f"{value!r}") from None
+    if array.dtype == bool or not (np.issubdtype(array.dtype, np.integer)
+                                   or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(f"{name} must be a number or an array of numbers, got an array of "
+                        f"dtype {array.dtype}")
+    return array.astype(np.float64, copy=False)
+
+
+def _rliable() -> Tuple[Any, Any]:
+    """rliable's ``library`` and ``metrics`` modules, imported on first use."""
+    try:
+        from rliable import library, metrics
+    except ImportError as error:
+        raise ImportError('fastatari.scores.aggregate needs rliable: pip install '
+                          '"fastatari[eval]"') from error
+    except TypeError as error:
+        # arch 7.x (rliable 1.2.0 caps arch below 8) fails at import under pandas 3:
+        # "deprecate_kwarg() missing 1 required positional argument: 'new_arg_name'"
+        import pandas
+
+        if int(pandas.__version__.split(".")[0]) < 3:
+            raise
+        raise ImportError(f"rliable could not be imported: its dependency arch fails under "
+                          f"pandas {pandas.__version__}; pip install \"fastatari[eval]\" "
+                          f"(pins pandas < 3)") from error
+    return library, metrics
+
+
+def _score_matrix(scores: Any, table: Optional[str]) -> np.ndarray:
+    """``scores`` as a ``(runs x games)`` float64 matrix of human-normalized scores."""
+    if isinstance(scores, Mapping):
+        if not scores:
+            raise ValueError("scores is an empty mapping; give game -> per-run raw scores")
+        name = DEFAULT_TABLE if table is None else table
+        games, columns = [], []
+        for game, runs in scores.items():
+            column = np.atleast_1d(human_normalized(game, runs, name))
+            if column.ndim != 1 or column.size == 0:
+                raise ValueError(f"scores[{game!r}] must be a non-empty 1-D sequence of "
+                                 f"per-run scores, got shape {column.shape}")
+            games.append(resolve_game(game))
+            columns.append(column)
+        lengths = {game: column.size for game, column in zip(games, columns, strict=True)}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"every game needs the same number of runs (a stratified "
+                             f"bootstrap resamples runs within each game); got {lengths}")
+        if len(set(games)) != len(games):
+            raise ValueError(f"scores names a game twice: {games}")
+        return np.stack(columns, axis=1)
+    if table is not None:
+        raise ValueError("an array of scores is taken as already human-normalized, so table= "
+                         "does not apply; pass a mapping game -> raw scores to normalize them "
+                         "with a table")
+    matrix = _as_float_array("scores", scores)
+    if matrix.ndim != 2 or 0 in matrix.shape:
+        raise ValueError(f"scores must be a (runs x games) array with at least one run and "
+                         f"one game, got shape {matrix.shape}")
+    return matrix
+
+
+def aggregate(scores: Union[np.ndarray, Mapping[str, Any]], *,
+              table: Optional[str] = None,
+              metrics: Sequence[str] = METRICS,
+              reps: int = 50_000,
+              confidence: float = 0.95,
+              method: str = "percentile",
+              task_bootstrap: bool = False,
+              gap_threshold: float = 1.0,
+              seed: Optional[int] = 0) -> Dict[str, Estimate]:
+    """Aggregate human-normalized scores over games and runs, with bootstrap confidence intervals.
+
+    The point estimates are rliable's ``aggregate_median``, ``aggregate_mean``,
+    ``aggregate_iqm`` and ``aggregate_optimality_gap`` of the ``(runs x games)`` score matrix;
+    the intervals come from one ``rliable.library.get_interval_estimates`` call (a stratified
+    bootstrap: runs resampled within each game), as in Agarwal et al. 2021.
+
+    Parameters
+    ----------
+    scores : array_like of shape (runs, games), or mapping of str to array_like
+        Either human-normalized scores, one row per run (seed) and one column per game, or a
+        mapping ``game -> per-run raw scores`` (each game the same number of runs), normalized
+        here with ``table``.
+    table : str, optional
+        The reference table for a mapping (default ``"dqn_zoo"``). Not allowed with an array,
+        which is taken as already normalized.
+    metrics : sequence of str, default all of :data:`METRICS`
+        Which aggregates, in the order returned.
+    reps : int, default 50000
+        Bootstrap resamples (rliable's default).
+    confidence : float, default 0.95
+        Confidence-interval coverage, in (0, 1).
+    method : {"percentile", "basic", "bc", "bca"}, default "percentile"
+        Bootstrap interval method (rliable's default is "percentile").
+    task_bootstrap : bool, default False
+        Also resample games (rliable's ``task_bootstrap``): intervals then include the spread
+        over a population of games, not only over runs.
+    gap_threshold : float, default 1.0
+        The optimality gap's ``gamma``: scores above it count as optimal.
+    seed : int or None, default 0
+        The bootstrap's seed; None draws fresh entropy. rliable resamples with NumPy's global
+        generator (``np.random.choice``) whatever ``random_state`` it is given, so that
+        generator is seeded for the call and restored afterwards: the same seed gives the same
+        intervals, and the caller's global random state is left as it was (not thread-safe
+        against other threads drawing from it meanwhile).
+
+    Returns
+    -------
+    dict of str to Estimate
+        ``{metric: Estimate(value, low, high)}``; for ``"optimality_gap"`` lower is better.
+
+    Raises
+    ------
+    ImportError
+        Without rliable (``pip install "fastatari[eval]"``).
+    ValueError
+        For bad scores, an unknown game, table, metric or method, or an out-of-range parameter.
+    TypeError
+        For scores that are not numbers.
+    """
+    matrix = _score_matrix(scores, table)
+    if not np.all(np.isfinite(matrix)):
+        raise ValueError("scores must be finite (a NaN or inf would make every aggregate and "
+                         "interval NaN)")
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    metrics = tuple(metrics)
+    unknown = [m for m in metrics if m not in METRICS]
+    if not metrics or unknown:
+        raise ValueError(f"metrics must name at least one of {', '.join(METRICS)}; "
+                         f"got {list(metrics)}")
+    if len(set(metrics)) != len(metrics):
+        raise ValueError(f"metrics names one twice: {list(metrics)}")
+    if not isinstance(reps, numbers.Integral) or isinstance(reps, bool) or reps < 1:
+        raise ValueError(f"reps must be an int >= 1, got {reps!r}")
+    if (not isinstance(confidence, numbers.Real) or isinstance(confidence, bool)
+            or not 0.0 < confidence < 1.0):
+        raise ValueError(f"confidence must be a float in (0, 1), got {confidence!r}")
+    if method not in _CI_METHODS:
+        raise ValueError(f"method must be one of {', '.join(_CI_METHODS)}, got {method!r}")
+    if not isinstance(task_bootstrap, (bool, np.bool_)):
+        raise ValueError(f"task_bootstrap must be a bool, got {task_bootstrap!r}")
+    if (not isinstance(gap_threshold, numbers.Real) or isinstance(gap_threshold, bool)
+            or not math.isfinite(gap_threshold)):
+        raise ValueError(f"gap_threshold must be a finite number, got {gap_threshold!r}")
+    if seed is not None and (not isinstance(seed, numbers.Integral) or isinstance(seed, bool)
+                             or not 0 <= seed < 2**32):
+        raise ValueError(f"seed must be None or an int in [0, 2**32), got {seed!r}")
+
+    library, rl_metrics = _rliable()
+    functions = {
+        "median": rl_metrics.aggregate_median,
+        "mean": rl_metrics.aggregate_mean,
+        "iqm": rl_metrics.aggregate_iqm,
+        "optimality_gap": lambda x: rl_metrics.aggregate_optimality_gap(x, gap_threshold),
+    }
+    chosen = [functions[m] for m in metrics]
+
+    def statistics(x: np.ndarray) -> np.ndarray:
+        return np.array([function(x) for function in chosen])
+
+    saved = np.random.get_state()
+    # rliable's StratifiedBootstrap.update_indices resamples with np.random.choice, NumPy's
+    # global generator, whatever random_state it is given (and arch deprecates random_state)
+    np.random.set_state(np.random.RandomState(seed).get_state())
+    try:
+        points, intervals = library.get_interval_estimates(
+            {"scores": matrix}, statistics, method=method, task_bootstrap=bool(task_bootstrap),
+            reps=int(reps), confidence_interval_size=float(confidence))
+    finally:
+        np.random.set_state(saved)
+    point, interval = points["scores"], intervals["scores"]
+    return {metric: Estimate(float(point[i]), float(interval[0, i]), float(interval[1, i]))
+            for i, metric in enumerate(metrics)}
