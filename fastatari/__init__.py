@@ -14,7 +14,9 @@ make_vec, AtariVectorEnv
 kernels
     The compiled, exact preprocessing kernels.
 suites
-    Named game lists for multi-task Atari (``ATARI_57``, ``ATARI_5``).
+    Named game lists (``ATARI_57``, ``ATARI_5``, ``ATARI_10``, ``ATARI_100K``).
+scores
+    Human-normalized scores from named reference tables, and their aggregates.
 
 Importing fastatari registers ``fastatari/<Name>-v5`` ids with gymnasium (by entry-point
 strings); the modules behind the names above load on first use, so that a worker process
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from fastatari.registration import register_envs as _register_envs
 
 if TYPE_CHECKING:
-    from fastatari import kernels, suites
+    from fastatari import kernels, scores, suites
     from fastatari.env import AtariEnv, AtariPreprocessing
     from fastatari.core.options import AtariOptions
     from fastatari.vector import AtariVectorEnv, make_vec
@@ -36,13 +38,13 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "make_vec",
-           "kernels", "suites", "__version__"]
+           "kernels", "scores", "suites", "__version__"]
 
 # public name -> the module that defines it
 _LAZY = {"AtariEnv": "fastatari.env", "AtariPreprocessing": "fastatari.env",
          "AtariOptions": "fastatari.core.options", "AtariVectorEnv": "fastatari.vector",
          "make_vec": "fastatari.vector", "kernels": "fastatari.kernels",
-         "suites": "fastatari.suites"}
+         "scores": "fastatari.scores", "suites": "fastatari.suites"}
 
 
 def __getattr__(name: str) -> Any:
@@ -50,7 +52,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'fastatari' has no attribute {name!r}")
     value = importlib.import_module(module)
-    if name not in ("kernels", "suites"):
+    if name not in ("kernels", "scores", "suites"):
         value = getattr(value, name)
     globals()[name] = value  # once
     return value

@@ -10,6 +10,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ClosedEnvironmentError
 
+from fastatari.core.continuous import (ACTION_HIGH, ACTION_LOW, check_continuous_actions,
+                                       joystick)
 from fastatari.core.game import AtariGame, FramePipeline, action_index
 from fastatari.core.options import AtariOptions
 from fastatari.core.palette import palette_for
@@ -58,6 +60,11 @@ class AtariEnv(gymnasium.Env):
     def __init__(self, game: str, options: Optional[AtariOptions] = None, *,
                  render_mode: Optional[str] = None, **kwargs: Any) -> None:
         options = AtariOptions.build(options, **kwargs)
+        if options.life_loss_info:
+            # a single env's terminated=True ends its episode (gymnasium's wrappers reset it)
+            raise ValueError("life_loss_info is a vector-env option (ale-py's AtariVectorEnv "
+                             "has it, its AtariEnv does not): use fastatari.make_vec, or "
+                             "terminal_on_life_loss / episodic_life here")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
@@ -65,7 +72,10 @@ class AtariEnv(gymnasium.Env):
         self._game: Optional[AtariGame] = AtariGame(game, options)
         self._stack = self._game.stack
         self._n = self._game.num_actions
-        self.action_space = spaces.Discrete(self._n)
+        self._continuous = options.continuous
+        self.action_space: spaces.Space = (
+            spaces.Box(ACTION_LOW, ACTION_HIGH, dtype=np.float32) if options.continuous
+            else spaces.Discrete(self._n))
         self.observation_space = spaces.Box(0, 255, options.observation_shape, np.uint8)
         self._np_random = self._game.np_random
 
@@ -98,9 +108,9 @@ class AtariEnv(gymnasium.Env):
 
         Parameters
         ----------
-        action : int
+        action : int or ndarray
             In ``[0, action_space.n)``; anything else raises ``ValueError`` before the
-            emulator runs.
+            emulator runs. With ``continuous``: ``(radius, theta, fire)``, float32.
 
         Returns
         -------
@@ -112,6 +122,11 @@ class AtariEnv(gymnasium.Env):
         game = self._game
         if game is None:
             self._live_game()
+        if self._continuous:
+            action, strength = joystick(check_continuous_actions(action, (3,)),
+                                        self.options.continuous_action_threshold)
+            reward, terminated, truncated, info = game.step(action, strength)  # type: ignore
+            return self._stack.copy(), reward, terminated, truncated, info
         if type(action) is not int or not 0 <= action < self._n:
             action = action_index(action, self._n)
         reward, terminated, truncated, info = game.step(action)  # type: ignore[union-attr]

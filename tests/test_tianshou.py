@@ -39,7 +39,9 @@ INFO_KEYS = ("env_id", "lives", "reward", "terminated", "elapsed_step", "ram")
 def collect(envs, steps=STEPS, random=False):
     """Tianshou's Collector with a random policy over ``envs``; its buffer and stats."""
     np.random.seed(0)  # RandomActionPolicy draws from numpy's global generator
-    policy = RandomActionPolicy(envs.single_action_space)  # one env's (EnvPool: action_space)
+    # one env's action space: EnvPool's single_action_space, a Tianshou vector env's first
+    space = getattr(envs, "single_action_space", None) or envs.action_space[0]
+    policy = RandomActionPolicy(space)
     collector = Collector[CollectStats](policy, envs, VectorReplayBuffer(2 * steps, len(envs)))
     collector.reset()
     stats = collector.collect(n_step=steps, random=random)
@@ -202,17 +204,36 @@ def test_tianshou_make_atari_env_with_fastatari_envpool():
     check_factory_envs(run_factory_script("make_atari_env"))
 
 
-# -- the Collector over fastatari.make_vec -----------------------------------------------------
-@pytest.mark.xfail(strict=True, raises=(TypeError, AttributeError),
-                   reason="AtariVectorEnv lacks what Tianshou's Collector calls on a vector env: "
-                   "len(envs), envs.is_async, envs.step(actions, env_ids) and "
-                   "envs.reset(env_id=ids)")
-def test_collector_over_make_vec():
-    envs = fastatari.make_vec("breakout", NUM_ENVS, episodic_life=True, clip_rewards=True,
-                              fire_reset=True)
-    try:
-        buffer, stats = collect(envs, random=True)  # sampled actions: ints, one per env
-    finally:
-        envs.close()
-    assert stats.n_collected_steps == STEPS and stats.n_collected_episodes >= NUM_ENVS
-    assert buffer.obs.shape == (2 * STEPS, 4, 84, 84) and buffer.obs.dtype == np.uint8
+# -- the Collector over Tianshou's own vector envs of AtariEnv ----------------------------------
+# Tianshou's Collector takes its BaseVectorEnv (or EnvPool's API), not a gymnasium VectorEnv
+# (gymnasium's own SyncVectorEnv fails too: no len, no step(actions, env_ids)). A Tianshou user
+# with gymnasium envs writes DummyVectorEnv/SubprocVectorEnv([lambda: env, ...]): AtariEnv there
+# fills the same buffer as gymnasium's pipeline.
+def gymnasium_pipeline():
+    import ale_py
+    import gymnasium
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+    gymnasium.register_envs(ale_py)
+    env = gymnasium.make("ALE/Breakout-v5", frameskip=1)
+    return FrameStackObservation(AtariPreprocessing(env, noop_max=30, frame_skip=4), 4)
+
+
+@pytest.mark.parametrize("vector_env", ["DummyVectorEnv", "SubprocVectorEnv"])
+def test_collector_over_tianshou_vector_envs_of_atari_env(vector_env):
+    import tianshou.env
+    make_vector = getattr(tianshou.env, vector_env)
+    runs = []
+    for make_env in (gymnasium_pipeline, lambda: fastatari.AtariEnv("breakout")):
+        envs = make_vector([make_env] * NUM_ENVS)
+        try:
+            envs.seed(list(range(7, 7 + NUM_ENVS)))
+            runs.append(collect(envs, steps=200, random=True))  # sampled: ints
+        finally:
+            envs.close()
+    (their_buffer, their_stats), (our_buffer, our_stats) = runs
+    assert our_stats.n_collected_steps == their_stats.n_collected_steps == 200
+    np.testing.assert_array_equal(our_stats.returns, their_stats.returns)
+    assert our_buffer.obs.shape == (400, 4, 84, 84) and our_buffer.obs.dtype == np.uint8
+    for key in ("obs", "obs_next", "act", "rew", "terminated", "truncated"):
+        np.testing.assert_array_equal(getattr(our_buffer, key), getattr(their_buffer, key),
+                                      err_msg=key)

@@ -252,6 +252,10 @@ class AtariGame:
       unseeded ``reset()`` continues the same game as EnvPool's does: no ALE reset, but the
       no-ops and FIRE (``fire_reset``) again; their last frame is pushed onto the stack, whose
       older frames stay. A real game over (or truncation) resets fully.
+    * ``life_loss_info`` (ale-py's vector env): a step that loses a life (lives remain) sets
+      :attr:`life_loss_signal`; the episode and the game go on.
+    * ``continuous`` (ale-py's): :meth:`step` takes an ALE action's value and the paddle
+      strength (see :mod:`fastatari.core.continuous`).
     * ``clip_rewards`` (extra): the reward is ``sign(raw)``; ``info["raw_reward"]`` is the raw one.
     * Episode statistics (extra): when a step ends the episode and the next ``reset()`` will
       start a new game, ``info["game"] = {"r": raw return, "l": agent steps, "t": seconds}``
@@ -282,9 +286,12 @@ class AtariGame:
         self._load()
         self._fresh_seed = seed  # not None: the ROM is as loaded with this seed, untouched
 
-        self.action_set = list(ale.getLegalActionSet() if options.full_action_space
+        self.action_set = list(ale.getLegalActionSet() if options.full_action_set
                                else ale.getMinimalActionSet())
         self.num_actions = len(self.action_set)
+        # continuous actions name ALE's actions themselves, as ale-py's (Skiing's legal set
+        # lacks FIRE, which a continuous action still presses)
+        self._step_actions = ALE_ACTIONS if options.continuous else self.action_set
         h, w = ale.getScreenDims()
         self.screen_shape: Tuple[int, int] = (h, w)
 
@@ -308,8 +315,16 @@ class AtariGame:
         self._action = self.action_set[0]  # the current step's (see _frame)
         self._raw = 0
         self._life_lost = False
-        self._watch_lives = options.terminal_on_life_loss or options.episodic_life
-        self._episodic_life = options.episodic_life
+        self._watch_lives = (options.terminal_on_life_loss or options.episodic_life
+                             or options.life_loss_info)
+        # life loss ends the step early only with terminal_on_life_loss (gymnasium's)
+        self._stop_at_life_loss = options.terminal_on_life_loss
+        self._signal_life_loss = options.life_loss_info and not (
+            options.terminal_on_life_loss or options.episodic_life)
+        #: life_loss_info: the last step lost a life and the game goes on (ale-py's vector env
+        #: then reports terminated=True, without ending the episode)
+        self.life_loss_signal = False
+        self._strength = 1.0
         self.lives = 0
         self._continue_game = False  # episodic_life: the next reset continues the game
         self._return = 0
@@ -400,13 +415,17 @@ class AtariGame:
             info["game_over"] = False
         return info
 
-    def step(self, action: int) -> Tuple[float, bool, bool, Dict[str, Any]]:
+    def step(self, action: int, strength: float = 1.0
+             ) -> Tuple[float, bool, bool, Dict[str, Any]]:
         """Run one agent step (``frame_skip`` frames) and push its frame into :attr:`stack`.
 
         Parameters
         ----------
         action : int
-            Index into :attr:`action_set`, already validated (see :func:`action_index`).
+            Index into :attr:`action_set`, already validated (see :func:`action_index`); with
+            ``continuous``, an ALE action's value (see :func:`fastatari.core.continuous.joystick`).
+        strength : float, default 1.0
+            The paddle strength (ALE's ``act(action, paddle_strength)``; continuous actions).
 
         Returns
         -------
@@ -422,7 +441,8 @@ class AtariGame:
         if self._closed:
             self._check_open()
         self._fresh_seed = None
-        self._action = self.action_set[action]
+        self._action = self._step_actions[action]
+        self._strength = strength
         self._raw = 0
         self._life_lost = False
         if self.frames.run(self._frame, self._skip):
@@ -447,6 +467,8 @@ class AtariGame:
             self._continue_game = life_lost and not game_over
         if life_lost and (opts.terminal_on_life_loss or opts.episodic_life):
             terminated = True
+        if self._signal_life_loss:
+            self.life_loss_signal = life_lost and not game_over
         if (terminated or truncated) and not self._continue_game:
             info[GAME_KEY] = {"r": float(self._return), "l": self._length,
                                "t": round(time.perf_counter() - self._t0, 6)}
@@ -455,12 +477,13 @@ class AtariGame:
     def _frame(self) -> bool:
         """One emulator frame of :meth:`step`; True when the step must stop here."""
         ale = self.ale
-        self._raw += ale.act(self._action)
+        self._raw += ale.act(self._action, self._strength)
         if self._watch_lives:
             lives = ale.lives()
-            if self._episodic_life:
-                # as EnvPool (and SB3's EpisodicLifeEnv): a life loss ends the episode only while
-                # lives remain (Atlantis plays on at 0 lives), and the step plays all its frames
+            if not self._stop_at_life_loss:
+                # episodic_life as EnvPool (and SB3's EpisodicLifeEnv), life_loss_info as ale-py:
+                # a life is lost only while lives remain (Atlantis plays on at 0 lives), and the
+                # step plays all its frames
                 self._life_lost |= 0 < lives < self.lives
                 self.lives = lives
                 return ale.game_over()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
@@ -71,6 +72,19 @@ class AtariOptions:
     ram_info : bool, default False
         Also report the console's 128 bytes of RAM after each step and reset in
         ``info["ram"]`` (uint8), as EnvPool does.
+    continuous : bool, default False
+        ale-py's continuous actions: an action is ``(radius, theta, fire)`` (float32, in
+        ``Box([0, -pi, 0], [1, pi, 1])``); the joystick direction is where the polar point
+        ``radius * (cos theta, sin theta)`` passes ``continuous_action_threshold`` on each
+        axis, FIRE is ``fire > continuous_action_threshold``, and ``radius`` is the paddle
+        strength. Implies the full action set (as in ale-py).
+    continuous_action_threshold : float, default 0.5
+        See ``continuous``.
+    life_loss_info : bool, default False
+        Vector envs only, as ale-py's vector env: a step on which a life is lost (lives remain)
+        reports ``terminated=True``, but the episode goes on (no reset, the game continues).
+        No effect with ``episodic_life`` or ``terminal_on_life_loss``, which end the episode
+        there.
     """
 
     frame_skip: int = 4
@@ -91,6 +105,9 @@ class AtariOptions:
     difficulty: Optional[int] = None
     padding_type: str = "reset"
     ram_info: bool = False
+    continuous: bool = False
+    continuous_action_threshold: float = 0.5
+    life_loss_info: bool = False
 
     def __post_init__(self) -> None:
         check_int("frame_skip", self.frame_skip, 1)
@@ -109,12 +126,19 @@ class AtariOptions:
             check_int("max_num_frames_per_episode", self.max_num_frames_per_episode, 0)
         check_probability("repeat_action_probability", self.repeat_action_probability)
         for name in ("grayscale_obs", "terminal_on_life_loss", "full_action_space", "maxpool",
-                     "channels_last", "clip_rewards", "fire_reset", "episodic_life", "ram_info"):
+                     "channels_last", "clip_rewards", "fire_reset", "episodic_life", "ram_info",
+                     "continuous", "life_loss_info"):
             check_bool(name, getattr(self, name))
         for name in ("mode", "difficulty"):
             value = getattr(self, name)
             if value is not None and (not is_int(value) or value < 0):
                 raise ValueError(f"{name} must be None or an int >= 0, got {value!r}")
+        threshold = self.continuous_action_threshold
+        if (isinstance(threshold, bool) or not isinstance(threshold, numbers.Real)
+                or not math.isfinite(threshold) or threshold < 0):
+            raise ValueError(f"continuous_action_threshold must be a finite number >= 0, got "
+                             f"{threshold!r}")
+        object.__setattr__(self, "continuous_action_threshold", float(threshold))
         if self.padding_type not in ("reset", "zero"):
             raise ValueError(f"padding_type must be 'reset' or 'zero', got {self.padding_type!r}")
         if self.episodic_life and self.terminal_on_life_loss:
@@ -180,6 +204,12 @@ class AtariOptions:
     def observation_shape(self) -> Tuple[int, ...]:
         """Shape of the observation in the configured layout (see :meth:`stack_shape`)."""
         return self.stack_shape()
+
+    @property
+    def full_action_set(self) -> bool:
+        """Whether the game plays ALE's 18 actions (``full_action_space``, or ``continuous``,
+        whose joystick positions and FIRE cover all 18), not its minimal set."""
+        return self.full_action_space or self.continuous
 
     @property
     def pooling(self) -> bool:

@@ -44,7 +44,7 @@ class RomFacts:
 
     def check(self, options: AtariOptions) -> None:
         """Raise ``ValueError`` for options this ROM cannot play."""
-        actions = self.actions(options.full_action_space)
+        actions = self.actions(options.full_action_set)
         if options.noop_max > 0 and actions[0] != "NOOP":
             raise ValueError(f"noop_max > 0 needs action 0 to be NOOP, but {self.rom}'s action 0 "
                              f"is {actions[0]}")

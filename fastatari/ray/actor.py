@@ -18,7 +18,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari.core import validate
 from fastatari.ray.infos import stack
 from fastatari.vector.config import VectorConfig
 from fastatari.vector.contract import State
@@ -131,14 +130,15 @@ class EnvActor:
         if self.rollout_obs is None or len(self.rollout_obs) != num_steps:
             self.rollout_obs = np.empty((num_steps,) + current.shape, current.dtype)
         obs = self.rollout_obs
-        actions = np.empty((num_steps, count), np.int64)
+        action = pool.buffers.action  # its dtype and shape: discrete or continuous actions
+        actions = np.empty((num_steps,) + action.shape, action.dtype)
         rewards = np.empty((num_steps, count), np.float64)
         terminated = np.empty((num_steps, count), bool)
         truncated = np.empty((num_steps, count), bool)
         infos = []
         for t in range(num_steps):
             obs[t] = current
-            actions[t] = validate.check_actions(policy(obs[t]), count, len(action_meanings))
+            actions[t] = front._check_actions(policy(obs[t]), count)
             _, rewards[t], terminated[t], truncated[t], info = front.step(actions[t])
             infos.append(info)
         state = (front._ended.copy(), front._restarted.copy())

@@ -32,7 +32,7 @@ from gymnasium.error import ClosedEnvironmentError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from fastatari.ray.actor import ActorRestarted, EnvActor
-from fastatari.vector.buffers import Layout, SharedBuffers
+from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook
 from fastatari.vector.lineup import Lineup
 from fastatari.vector.protocol import Op, Reply, ReplyKind, ResetRequest
@@ -177,7 +177,8 @@ class RayExecutor(Executor):
         names = tuple(dict.fromkeys(games))
         lineup = Lineup(games, names, {name: plan.lineup.options[name] for name in names})
         return dataclasses.replace(plan, lineup=lineup, env_ids=tuple(block),
-                                   layout=Layout(len(block), plan.layout.obs_shape))
+                                   layout=dataclasses.replace(plan.layout,
+                                                             num_envs=len(block)))
 
     def _spawn(self, k: int) -> Any:
         """A new actor for block ``k``."""

@@ -30,11 +30,12 @@ __all__ = ["Layout", "SharedMemory", "SharedBuffers"]
 ColumnSpec = Tuple[str, Tuple[int, ...]]  # (dtype, per-env shape)
 
 
-def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
+def _columns(obs_shape: Tuple[int, ...], continuous: bool) -> Dict[str, ColumnSpec]:
     columns: Dict[str, ColumnSpec] = {
         "obs": ("uint8", obs_shape),
         "final_obs": ("uint8", obs_shape),  # same-step autoreset: the ended episode's last obs
-        "action": ("int64", ()),
+        # an action index, or a continuous action (radius, theta, fire)
+        "action": ("float32", (3,)) if continuous else ("int64", ()),
         "op": ("uint8", ()),  # the env's next op (protocol.Op), written by the trainer, taken
         #                       (set back to 0) by its worker
         "ticket": ("int64", ()),  # the order of its last completion (-1: not completed)
@@ -42,6 +43,7 @@ def _columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
         "progress": ("int64", ()),  # at each worker's first env: envs it completed
         "game_done": ("bool", ()),  # this step ended a game: game_* hold its statistics
         "has_final": ("bool", ()),  # final_* hold the ended episode's last step
+        "life_loss": ("bool", ()),  # life_loss_info: a life lost, the episode goes on
     }
     for field in STEP_FIELDS:
         columns[field.name] = (field.dtype, field.shape)
@@ -59,13 +61,14 @@ class Layout:
 
     num_envs: int
     obs_shape: Tuple[int, ...]
+    continuous: bool = False  # the action column holds continuous actions
 
     def offsets(self) -> Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]]:
         """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned,
         after the control words (:data:`CONTROL_BYTES` at offset 0)."""
         out = {"control": (0, np.dtype(np.uint8), (CONTROL_BYTES,))}
         offset = CONTROL_BYTES
-        for name, (dtype, shape) in _columns(self.obs_shape).items():
+        for name, (dtype, shape) in _columns(self.obs_shape, self.continuous).items():
             dt = np.dtype(dtype)
             offset = (offset + 63) // 64 * 64
             full = (self.num_envs,) + shape
@@ -146,6 +149,7 @@ class SharedBuffers:
     truncated: np.ndarray
     game_done: np.ndarray
     has_final: np.ndarray
+    life_loss: np.ndarray
     info: Dict[str, np.ndarray]
     final_info: Dict[str, np.ndarray]
     game: Dict[str, np.ndarray]
@@ -171,6 +175,7 @@ class SharedBuffers:
         self.truncated = views["truncated"]
         self.game_done = views["game_done"]
         self.has_final = views["has_final"]
+        self.life_loss = views["life_loss"]
         self.info = {f.name: views[f.name] for f in INFO_FIELDS}
         self.final_info = {f.name: views["final_" + f.name] for f in INFO_FIELDS}
         self.game = {f.name: views["game_" + f.name] for f in GAME_FIELDS}
@@ -203,9 +208,8 @@ class SharedBuffers:
             return
         self._open = False
         for name in ("control", "obs", "final_obs", "action", "op", "ticket", "pending",
-                     "progress", "reward",
-                     "terminated", "truncated", "game_done", "has_final", "info", "final_info",
-                     "game", "_results"):
+                     "progress", "reward", "terminated", "truncated", "game_done", "has_final",
+                     "life_loss", "info", "final_info", "game", "_results"):
             delattr(self, name)
         try:
             self.memory.close()

@@ -24,6 +24,7 @@ from gymnasium.error import AlreadyPendingCallError
 from gymnasium.vector.utils import batch_space
 
 from fastatari.core import validate
+from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW, check_continuous_actions
 from fastatari.core.game import ALE_ACTIONS
 from fastatari.core.romfacts import loaded_facts
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
@@ -132,9 +133,9 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         FIRE, screen size: ``ValueError``) before anything starts, and the action names."""
         lineup, common = make_lineup(game, num_envs, options)
         # several games, full action space: actions are ALE's 18 for every env
-        ale_actions = lineup.multi and common.full_action_space
+        ale_actions = lineup.multi and common.full_action_set
         meanings = _shared_action_meanings(lineup, _check_games(lineup), ale_actions)
-        layout = Layout(num_envs, common.observation_shape)
+        layout = Layout(num_envs, common.observation_shape, common.continuous)
         validate.check_fits_in_memory(
             f"num_envs={num_envs} envs with observations of shape "
             f"{common.observation_shape} (their shared memory)", layout.nbytes)
@@ -198,7 +199,11 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
 
         self.single_observation_space = spaces.Box(0, 255, self.options.observation_shape,
                                                    np.uint8)
-        self.single_action_space = spaces.Discrete(self._num_actions)
+        self._continuous = self.options.continuous
+        self._life_loss_info = self.options.life_loss_info
+        self.single_action_space: spaces.Space = (
+            spaces.Box(ACTION_LOW, ACTION_HIGH, dtype=np.float32) if self._continuous
+            else spaces.Discrete(self._num_actions))
         self.observation_space = contract.BatchedBox(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
@@ -239,6 +244,8 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
         return self._state is State.CLOSED or self.executor.closed
 
     def _check_actions(self, actions: Any, count: int) -> np.ndarray:
+        if self._continuous:
+            return check_continuous_actions(actions, (count, 3))
         return validate.check_actions(actions, count, self._num_actions)
 
     def _check_env_ids(self, env_ids: Any) -> np.ndarray:
@@ -375,6 +382,8 @@ class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
             reward, terminated, truncated = reward.copy(), terminated.copy(), truncated.copy()
         if not self._same_step:
             self._ended[sel] = terminated | truncated
+        if self._life_loss_info:  # ale-py's: terminated at a life loss, the episode goes on
+            terminated = terminated | buf.life_loss[sel]
         info = self._info(sel, np.ones(reward.size, bool))
         return obs, reward, terminated, truncated, info
 
@@ -488,7 +497,7 @@ def _check_games(lineup: Lineup) -> Dict[str, List[str]]:
         options = lineup.options[name]
         facts = loaded_facts(name)
         facts.check(options)
-        meanings[name] = list(facts.actions(options.full_action_space))
+        meanings[name] = list(facts.actions(options.full_action_set))
     return meanings
 
 

@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from fastatari.core.continuous import joystick
 from fastatari.core.game import ALE_ACTIONS, AtariGame
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.vector import protocol
@@ -54,6 +55,10 @@ class Worker:
         self._ale_actions = config.ale_actions
         self._emulate = config.emulate
         self._action_maps: Dict[int, List[int]] = {}  # env -> ALE action -> its game's index
+        options = config.games[0][1]  # these are the same for every game of a vector env
+        self._continuous = options.continuous
+        self._threshold = options.continuous_action_threshold
+        self._life_loss_info = options.life_loss_info
         self._info_columns = [(f.name, buffers.info[f.name]) for f in INFO_FIELDS]
         self._state_columns = [(f.name, buffers.info[f.name]) for f in STATE_FIELDS]
         self._final_columns = [(buffers.info[f.name], buffers.final_info[f.name])
@@ -114,6 +119,8 @@ class Worker:
                 info = staged
             else:
                 info = self._game(i, seed).reset(seed)
+            if self._life_loss_info:
+                b.life_loss[i] = False
             if restarted:
                 self._write(i, 0.0, False, True, dict(info, game_over=True))
                 b.has_final[i] = self.same_step
@@ -166,12 +173,18 @@ class Worker:
             b.reward[i] = 0.0
             return
         game = self.games[i]
-        action = int(b.action[i])
-        action_map = self._action_maps.get(i)
-        if action_map is not None:
-            action = action_map[action]
-        reward, terminated, truncated, info = game.step(action)
+        if self._continuous:
+            reward, terminated, truncated, info = game.step(*joystick(b.action[i],
+                                                                      self._threshold))
+        else:
+            action = int(b.action[i])
+            action_map = self._action_maps.get(i)
+            if action_map is not None:
+                action = action_map[action]
+            reward, terminated, truncated, info = game.step(action)
         self._write(i, reward, terminated, truncated, info)
+        if self._life_loss_info:
+            b.life_loss[i] = game.life_loss_signal
         if self.same_step and (terminated or truncated):
             # same-step autoreset: keep the ended episode's last step, start the next one now
             b.final_obs[i] = b.obs[i]

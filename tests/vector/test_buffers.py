@@ -59,11 +59,18 @@ def test_offsets_are_aligned_disjoint_and_in_bounds(num_envs, obs_shape):
 def test_layout_columns_cover_the_schema():
     names = set(Layout(2, (4, 84, 84)).offsets())
     expected = {"control", "obs", "final_obs", "action", "op", "ticket", "pending", "progress",
-                "game_done", "has_final"}
+                "game_done", "has_final", "life_loss"}
     expected |= {f.name for f in STEP_FIELDS + INFO_FIELDS}
     expected |= {"final_" + f.name for f in INFO_FIELDS}
     expected |= {"game_" + f.name for f in GAME_FIELDS}
     assert names == expected
+
+
+def test_continuous_actions_get_a_float32_action_row_per_env():
+    _, dtype, shape = Layout(5, (4, 84, 84), continuous=True).offsets()["action"]
+    assert (dtype, shape) == (np.float32, (5, 3))
+    _, dtype, shape = Layout(5, (4, 84, 84)).offsets()["action"]
+    assert (dtype, shape) == (np.int64, (5,))
 
 
 def test_layout_is_hashable_and_compares_by_value():
