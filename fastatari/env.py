@@ -14,6 +14,7 @@ from fastatari.core.continuous import (ACTION_HIGH, ACTION_LOW, check_continuous
                                        joystick)
 from fastatari.core.game import AtariGame, FramePipeline, action_index
 from fastatari.core.options import AtariOptions
+from fastatari.core.snapshot import EnvSnapshot, check_snapshots
 from fastatari.core.palette import palette_for
 
 __all__ = ["AtariEnv", "AtariPreprocessing"]
@@ -131,6 +132,25 @@ class AtariEnv(gymnasium.Env):
             action = action_index(action, self._n)
         reward, terminated, truncated, info = game.step(action)  # type: ignore[union-attr]
         return self._stack.copy(), reward, terminated, truncated, info
+
+    def clone(self) -> EnvSnapshot:
+        """This env's whole state: the emulator with its random generator (sticky actions),
+        the no-op generator, the frame stack, lives and the game's statistics. After
+        :meth:`restore` (here, in another ``AtariEnv`` or in any env of a vector env of the same
+        game and options, in any process) every action sequence gives the same results."""
+        game = self._live_game()
+        return EnvSnapshot(game.rom, self.options, game.snapshot())
+
+    def restore(self, snapshot: EnvSnapshot) -> None:
+        """Continue from ``snapshot`` (see :meth:`clone`). ``ValueError``, before anything
+        changes, for another game or other options, a damaged copy or a foreign object."""
+        game = self._live_game()
+        check_snapshots([snapshot], 1)
+        snapshot.check(game.rom, self.options)
+        if snapshot.state.pending is not None:
+            raise ValueError("this snapshot holds an autoreset its vector env had already run "
+                             "(next-step autoreset): restore it into a vector env")
+        game.restore(snapshot.state)
 
     def render(self) -> Optional[np.ndarray]:
         """The raw RGB screen with ``render_mode="rgb_array"``; None without a render mode."""

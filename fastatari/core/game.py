@@ -14,8 +14,9 @@ memory).
 
 from __future__ import annotations
 
+import collections
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -23,11 +24,13 @@ import ale_py
 from ale_py import roms
 
 from fastatari import kernels
+from fastatari.core import sticky
 from fastatari.core.games import resolve_game
 from fastatari.core.options import AtariOptions
 from fastatari.core.palette import Palette, palette_for
 from fastatari.core.romfacts import RomFacts, loaded_facts, read_facts
 from fastatari.core.schema import GAME_KEY
+from fastatari.core.snapshot import GameState, pack_frames, unpack_frames
 
 __all__ = ["AtariGame", "FramePipeline", "action_index", "action_names", "make_np_random"]
 
@@ -211,6 +214,24 @@ class FramePipeline:
         else:
             frames[:-1] = 0 if self.zero_padding else frames[-1]
 
+    # -- snapshots ---------------------------------------------------------------------------
+    def pooled(self) -> np.ndarray:
+        """The full-resolution frame the next step pools with if it ends between its two
+        grabs (see :meth:`push_early`): ``held``, or the max of the last two frames."""
+        if self.held is not None:
+            return self.held
+        return np.maximum(np.take(self.lut, self.prev, axis=0),
+                          np.take(self.lut, self.last, axis=0))
+
+    @property
+    def pooled_shape(self) -> Tuple[int, ...]:
+        """The shape of :meth:`pooled`: the screen's, RGB or gray as the palette table."""
+        return self.prev.shape + self.lut.shape[1:]
+
+    def restore_pooled(self, pooled: np.ndarray) -> None:
+        """Make :meth:`pooled` return ``pooled``: what the next early end pools with."""
+        self.held = np.array(pooled)
+
     def _repeat_newest(self) -> None:
         frames = self._frames
         if self.channels_last:
@@ -325,6 +346,9 @@ class AtariGame:
         #: then reports terminated=True, without ending the episode)
         self.life_loss_signal = False
         self._strength = 1.0
+        # the latest actions asked of ALE (with their strength): a snapshot looks among them
+        # for the one the emulator repeats (sticky actions)
+        self._requests: Deque[Tuple[Any, float]] = collections.deque(maxlen=8)
         self.lives = 0
         self._continue_game = False  # episodic_life: the next reset continues the game
         self._return = 0
@@ -401,6 +425,7 @@ class AtariGame:
         restarted = False
         for action in [self.action_set[0]] * noops + [self.action_set[1]] * opts.fire_reset:
             ale.act(action)
+            self._requests.append((action, 1.0))
             if ale.game_over():
                 self._reset_ale(seed)
                 restarted = True
@@ -443,6 +468,7 @@ class AtariGame:
         self._fresh_seed = None
         self._action = self._step_actions[action]
         self._strength = strength
+        self._requests.append((self._action, strength))
         self._raw = 0
         self._life_lost = False
         if self.frames.run(self._frame, self._skip):
@@ -502,6 +528,45 @@ class AtariGame:
         if self.options.ram_info:
             info["ram"] = ale.getRAM()
         return info
+
+    # -- snapshots -------------------------------------------------------------------------------
+    def snapshot(self) -> GameState:
+        """This game's state: restored by :meth:`restore` into a game of the same ROM and
+        options, here or in another process, it continues exactly as this one would."""
+        self._check_open()
+        frames = self.frames
+        ale = self.ale
+        state = ale.cloneState(include_rng=True)
+        emulator = state.serialize()
+        repeats = sticky.leading_repeats(emulator, self.options.repeat_action_probability)
+        held = sticky.find_held_action(ale, state, repeats, sticky.recent_actions(
+            [(int(action.value), strength) for action, strength in self._requests]))
+        return GameState(
+            emulator=emulator, np_random=self.np_random.bit_generator.state,
+            frames=pack_frames(frames.stack, frames.pooled()),
+            lives=self.lives, continue_game=self._continue_game,
+            episode=(self._return, self._length, time.perf_counter() - self._t0), held=held)
+
+    def restore(self, state: GameState) -> None:
+        """Put back a :meth:`snapshot` (of a game of this ROM and options: checked by the
+        caller, see :meth:`fastatari.core.snapshot.EnvSnapshot.check`)."""
+        self._check_open()
+        frames = self.frames
+        stack, pooled = unpack_frames(state.frames, frames.stack.shape, frames.pooled_shape)
+        emulator = ale_py.ALEState(state.emulator)
+        self.ale.restoreState(emulator)
+        if state.held is not None:
+            repeats = sticky.leading_repeats(state.emulator, self.options.repeat_action_probability)
+            sticky.hold_action(self.ale, emulator, state.held, repeats)
+        self.np_random.bit_generator.state = state.np_random
+        np.copyto(frames.stack, stack)
+        frames.restore_pooled(pooled)
+        self.lives = state.lives
+        self._continue_game = state.continue_game
+        self._return, self._length, seconds = state.episode
+        self._t0 = time.perf_counter() - seconds
+        self._fresh_seed = None  # the ROM is no longer as loaded: a seeded reset reloads it
+        self.life_loss_signal = False
 
     def render_rgb(self) -> np.ndarray:
         """The raw current screen, ``(210, 160, 3)`` uint8 for most games (``getScreenRGB``)."""

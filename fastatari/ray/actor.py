@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from fastatari.core.snapshot import GameState
 from fastatari.ray.infos import stack
 from fastatari.vector.config import VectorConfig
 from fastatari.vector.contract import State
@@ -110,6 +111,14 @@ class EnvActor:
     def render(self, epoch: int, ids: np.ndarray) -> Tuple[np.ndarray, Answer]:
         screens, replies = self._check(epoch).render(ids)
         return screens, self._answer(replies)
+
+    def clone(self, epoch: int, ids: np.ndarray) -> Tuple[List[GameState], Answer]:
+        states, replies = self._check(epoch).clone(ids)
+        return states, self._answer(replies)
+
+    def restore(self, epoch: int, items: Sequence[Tuple[int, GameState]]) -> Answer:
+        """Put back game states; the restored envs' rows (their observations) come back."""
+        return self._answer(self._check(epoch).restore(items), [i for i, _ in items])
 
     def rollout(self, epoch: int, policy: Any, num_steps: int, ended: np.ndarray,
                 restarted: np.ndarray, action_meanings: List[str]):

@@ -31,6 +31,7 @@ import ray
 from gymnasium.error import ClosedEnvironmentError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from fastatari.core.snapshot import GameState
 from fastatari.ray.actor import ActorRestarted, EnvActor
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook
@@ -381,6 +382,27 @@ class RayExecutor(Executor):
             out[rows] = screens
         assert out is not None
         return out, replies
+
+    def clone(self, ids: np.ndarray) -> Tuple[List[GameState], List[Reply]]:
+        states: List[Any] = [None] * ids.size
+        replies: List[Reply] = []
+        for k, rows in self._by_actor(ids):
+            (got, answer), seen = self.call(k, "clone", ids[rows] - self._starts[k])
+            replies += seen + self._take_answer(k, answer)
+            for row, state in zip(np.flatnonzero(rows).tolist(), got, strict=True):
+                states[row] = state
+        return states, replies
+
+    def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
+        ids = np.array([i for i, _ in items], np.int64)
+        replies: List[Reply] = []
+        for k, rows in self._by_actor(ids):
+            start = int(self._starts[k])
+            mine = [(i - start, state) for (i, state), row in zip(items, rows, strict=True)
+                    if row]
+            answer, seen = self.call(k, "restore", mine)
+            replies += seen + self._take_answer(k, answer)
+        return replies
 
     # -- close -----------------------------------------------------------------------------------
     @property

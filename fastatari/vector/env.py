@@ -35,11 +35,12 @@ from fastatari.vector.contract import CallOrder, Phase, State
 from fastatari.vector.executor import Executor, Plan, WorkerError
 from fastatari.vector.lineup import Lineup, make_lineup
 from fastatari.vector.protocol import Op, Reply, ReplyKind
+from fastatari.vector.snapshots import Snapshots
 
 __all__ = ["AtariVectorEnv", "WorkerError"]
 
 
-class AtariVectorEnv(CallOrder, gymnasium.vector.VectorEnv):
+class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     """``num_envs`` Atari games stepped in parallel by worker processes.
 
     Every sub-env is byte-identical to fastatari's single :class:`~fastatari.AtariEnv` (and so

@@ -28,6 +28,7 @@ from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Layout, SharedBuffers
 from fastatari.vector.config import VectorConfig
 from fastatari.vector.lineup import Lineup
+from fastatari.core.snapshot import GameState
 from fastatari.vector.protocol import Reply, ResetRequest
 
 __all__ = ["Executor", "Plan", "RestartPolicy", "SeedBook", "WorkerError"]
@@ -101,6 +102,15 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
         """RGB screens of ``ids``, and the replies seen while rendering."""
+
+    @abc.abstractmethod
+    def clone(self, ids: np.ndarray) -> Tuple[List[GameState], List[Reply]]:
+        """The game states of ``ids`` (idle envs), and the replies seen meanwhile."""
+
+    @abc.abstractmethod
+    def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
+        """Put back game states (checked), each into its env (idle); its observation lands in
+        the env's row of :attr:`buffers`."""
 
     @property
     @abc.abstractmethod

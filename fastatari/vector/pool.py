@@ -44,8 +44,10 @@ from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook, WorkerError
 from fastatari.vector.launch import WorkerProcess, launch
 from fastatari.vector.lineup import assign_workers
+from fastatari.core.snapshot import GameState
 from fastatari.vector.protocol import (Op, Reply, ReplyKind, ResetRequest, WorkerConfig,
-                                       encode_render, encode_reset)
+                                       encode_clone, encode_render, encode_reset,
+                                       encode_restore)
 
 __all__ = ["WorkerError", "WorkerPool"]
 
@@ -297,6 +299,17 @@ class WorkerPool(Executor):
             if reply.kind is ReplyKind.RENDERED:
                 screens.update(zip(commands[k], reply.payload, strict=True))
         return np.stack([screens[i] for i in ids.tolist()]), seen
+
+    def clone(self, ids: np.ndarray) -> Tuple[List[GameState], List[Reply]]:
+        commands = self._by_worker(ids.tolist(), ids.tolist())
+        seen, last = self._ask(commands, encode_clone)
+        states: Dict[int, GameState] = {}
+        for k, reply in last.items():
+            states.update(zip(commands[k], reply.payload, strict=True))
+        return [states[i] for i in ids.tolist()], seen
+
+    def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
+        return self._ask(self._by_worker([i for i, _ in items], list(items)), encode_restore)[0]
 
     def _ask(self, commands: Dict[int, list],
              encode: Callable[[list], bytes]) -> Tuple[List[Reply], Dict[int, Reply]]:

@@ -12,11 +12,14 @@ tag     payload
 ======  =================================================================================
 ``r``   RESET: pickled ``[(env_id, seed or None), ...]``. Answered by DONE.
 ``g``   RENDER: pickled ``[env_id, ...]``. Answered by RENDERED.
+``k``   CLONE: pickled ``[env_id, ...]``. Answered by CLONED.
+``s``   RESTORE: pickled ``[(env_id, GameState), ...]``. Answered by DONE.
 ``c``   CLOSE: nothing. Not answered; the worker exits.
 ======  =================================================================================
 
 Replies (worker -> trainer): ``y`` READY (the worker's first resets are done), ``d`` DONE,
-``g`` RENDERED (pickled list of RGB screens), ``e`` ERROR (the worker's traceback, UTF-8). A
+``g`` RENDERED (pickled list of RGB screens), ``k`` CLONED (pickled list of
+:class:`~fastatari.core.snapshot.GameState`), ``e`` ERROR (the worker's traceback, UTF-8). A
 worker whose command raises (an op of a step, a reset, a render) sends ERROR, unasked, and
 exits: the trainer replaces it as it replaces a dead one.
 
@@ -35,7 +38,8 @@ from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
 
 __all__ = ["Command", "Op", "Reply", "ReplyKind", "WorkerConfig", "decode_command",
-           "decode_reply", "encode_close", "encode_error", "encode_render", "encode_reset"]
+           "decode_reply", "encode_clone", "encode_close", "encode_error", "encode_render",
+           "encode_reset", "encode_restore"]
 
 ResetRequest = Tuple[int, Optional[int]]  # (env id, seed or None)
 
@@ -53,6 +57,8 @@ class Command(bytes, enum.Enum):
 
     RESET = b"r"
     RENDER = b"g"
+    CLONE = b"k"
+    RESTORE = b"s"
     CLOSE = b"c"
 
 
@@ -63,14 +69,16 @@ class ReplyKind(bytes, enum.Enum):
     READY = b"y"
     DONE = b"d"
     RENDERED = b"g"
+    CLONED = b"k"
     ERROR = b"e"
     RESTARTED = b"!"
 
 
 class Reply(NamedTuple):
     """A decoded reply (a named tuple: one is made per worker per step). ``payload``:
-    RENDERED's screens, ERROR's traceback. Set by the executor: ``envs``, the envs a step's
-    DONE covers, or those whose replies died with a RESTARTED worker; ``restarted``, the envs
+    RENDERED's screens, CLONED's game states, ERROR's traceback. Set by the executor:
+    ``envs``, the envs a step's DONE covers, or those whose replies died with a RESTARTED
+    worker; ``restarted``, the envs
     a RESTARTED worker's replacement reset (its whole block); ``source``, who answered
     (``"worker 3"``)."""
 
@@ -109,13 +117,21 @@ def encode_render(env_ids: Sequence[int]) -> bytes:
     return Command.RENDER.value + pickle.dumps([int(i) for i in env_ids])
 
 
+def encode_clone(env_ids: Sequence[int]) -> bytes:
+    return Command.CLONE.value + pickle.dumps([int(i) for i in env_ids])
+
+
+def encode_restore(items: Sequence[Tuple[int, Any]]) -> bytes:
+    return Command.RESTORE.value + pickle.dumps(list(items), pickle.HIGHEST_PROTOCOL)
+
+
 def encode_close() -> bytes:
     return Command.CLOSE.value
 
 
 def decode_command(data: bytes) -> Tuple[Command, Any]:
     command = Command(data[:1])
-    payload = pickle.loads(data[1:]) if command in (Command.RESET, Command.RENDER) else None
+    payload = pickle.loads(data[1:]) if command is not Command.CLOSE else None
     return command, payload
 
 
@@ -132,6 +148,10 @@ def encode_rendered(screens: List[Any]) -> bytes:
     return ReplyKind.RENDERED.value + pickle.dumps(screens, pickle.HIGHEST_PROTOCOL)
 
 
+def encode_cloned(states: List[Any]) -> bytes:
+    return ReplyKind.CLONED.value + pickle.dumps(states, pickle.HIGHEST_PROTOCOL)
+
+
 def encode_error(text: str) -> bytes:
     return ReplyKind.ERROR.value + text.encode("utf-8", "replace")
 
@@ -143,7 +163,7 @@ def decode_reply(data: bytes) -> Reply:
     if data == DONE:
         return _DONE_REPLY
     kind = ReplyKind(data[:1])
-    if kind is ReplyKind.RENDERED:
+    if kind in (ReplyKind.RENDERED, ReplyKind.CLONED):
         return Reply(kind, pickle.loads(data[1:]))
     if kind is ReplyKind.ERROR:
         return Reply(kind, data[1:].decode("utf-8", "replace"))

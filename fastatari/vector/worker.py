@@ -16,19 +16,21 @@ announced by the worker's ``pending`` word.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
 import time
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from fastatari.core.continuous import joystick
 from fastatari.core.game import ALE_ACTIONS, AtariGame
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
+from fastatari.core.snapshot import GameState, PendingReset, pack_frames, unpack_frames
 from fastatari.vector import protocol
 from fastatari.vector._wait import claim, complete, generation, wait_generation
 from fastatari.vector.buffers import SharedBuffers
@@ -199,6 +201,32 @@ class Worker:
             if self.prereset and (terminated or truncated):
                 self._to_prereset.append(i)
 
+    def clone(self, env_ids: Sequence[int]) -> List[GameState]:
+        """Each env's game state, with the reset already run for it (next-step autoreset)."""
+        states = []
+        for i in env_ids:
+            state = self._game(i, None).snapshot()
+            staged = self._staged.get(i)
+            if staged is not None:
+                pending = PendingReset(pack_frames(self._staging[i]), dict(staged))
+                state = dataclasses.replace(state, pending=pending)
+            states.append(state)
+        return states
+
+    def restore(self, items: Sequence[Tuple[int, GameState]]) -> None:
+        """Put back game states (checked by the trainer); the observation goes into the
+        env's row of the shared memory, a pending reset into its staging stack."""
+        for i, state in items:
+            self._staged.pop(i, None)
+            self._game(i, None).restore(state)
+            if state.pending is not None:
+                obs = self.buffers.obs[i]
+                staging = self._staging.get(i)
+                if staging is None:
+                    staging = self._staging[i] = np.empty_like(obs)
+                np.copyto(staging, unpack_frames(state.pending.obs, obs.shape)[0])
+                self._staged[i] = dict(state.pending.info)
+
     def render(self, env_ids: Sequence[int]) -> List[Any]:
         return [self._game(i, None).render_rgb() for i in env_ids]
 
@@ -295,13 +323,19 @@ def _serve_commands(conn: Connection, worker: Worker, buffers: SharedBuffers,
 
 
 def _pipe_command(conn: Connection, worker: Worker) -> bool:
-    """Run the command in the pipe (reset, render, close) and answer it; True for CLOSE."""
+    """Run the command in the pipe (reset, render, clone, restore, close) and answer it;
+    True for CLOSE."""
     command, payload = protocol.decode_command(conn.recv_bytes())
     if command is Command.RESET:
         worker.reset(payload)
         conn.send_bytes(protocol.DONE)
     elif command is Command.RENDER:
         conn.send_bytes(protocol.encode_rendered(worker.render(payload)))
+    elif command is Command.CLONE:
+        conn.send_bytes(protocol.encode_cloned(worker.clone(payload)))
+    elif command is Command.RESTORE:
+        worker.restore(payload)
+        conn.send_bytes(protocol.DONE)
     elif command is Command.CLOSE:
         return True
     return False

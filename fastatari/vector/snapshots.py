@@ -1,0 +1,119 @@
+"""Clone and restore envs of a vector env, and checkpoint the whole of it (a mixin of
+:class:`fastatari.vector.env.AtariVectorEnv`; the same over worker processes and Ray actors).
+
+The workers take and put back each game's state in one command per worker (the executor's
+``clone``/``restore``); the trainer adds what it alone knows of each env (its episode ended and
+awaits an autoreset, its last seed) and checks every snapshot before any env is touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from fastatari.core.snapshot import FORMAT, EnvSnapshot, check_snapshots
+from fastatari.vector import contract
+from fastatari.vector.contract import Phase, State
+from fastatari.vector.executor import Executor
+from fastatari.vector.lineup import Lineup
+
+__all__ = ["Snapshots"]
+
+
+class Snapshots:
+    """``clone``, ``restore``, ``state_dict`` and ``load_state_dict`` over the vector env's
+    executor and per-env state (``_ended``, ``_restarted``, ``_phase``)."""
+
+    num_envs: int
+    executor: Executor
+    autoreset_mode: AutoresetMode
+    _lineup: Lineup
+    _state: State
+    _ended: np.ndarray
+    _restarted: np.ndarray
+    _phase: np.ndarray
+
+    # and the vector env's checks (_check_open, _check_not_async, _check_was_reset,
+    # _check_idle, _check_env_ids) and _apply_all (the executor's replies)
+
+    @contract.one_caller
+    def clone(self, env_ids: Any = None) -> List[EnvSnapshot]:
+        """Snapshots of ``env_ids`` (default: all), one per env, in that order.
+
+        Each holds the env's whole state: the emulator with its random generator (sticky
+        actions), the no-op generator, the frame stack, lives, the game's statistics, and an
+        ended episode's pending autoreset. :meth:`restore` puts it back into any env of the same
+        game and options (here, in another vector env with any number of workers, in another
+        process, or an :class:`~fastatari.AtariEnv`), which then continues exactly as this one
+        would have. The envs must be idle (not sent without ``recv``); others may be in flight.
+        """
+        self._check_open()
+        self._check_was_reset("clone")
+        ids = self._check_env_ids(env_ids)
+        self._check_idle(ids, "clone")
+        states, replies = self.executor.clone(ids)
+        self._apply_all(replies)
+        seeds, games = self.executor.seeds.last, self._lineup.games
+        return [EnvSnapshot(games[i], self._lineup.options[games[i]], state,
+                            ended=bool(self._ended[i]), seed=seeds[i])
+                for i, state in zip(ids.tolist(), states, strict=True)]
+
+    @contract.one_caller
+    def restore(self, snapshots: Sequence[EnvSnapshot], env_ids: Any = None) -> None:
+        """Put ``snapshots`` (from :meth:`clone`, one per env of ``env_ids``, default all) back
+        into ``env_ids``: one command per worker. Each env then continues exactly as the cloned
+        one would have; a pending autoreset comes with it.
+
+        ``ValueError`` before any env changes for a snapshot of another game or other options,
+        a damaged copy or a foreign object, and for an ended episode's snapshot in a vector env
+        with same-step autoreset (whose envs never wait for one). Before the first reset every
+        env must be restored (they then need no reset).
+        """
+        self._check_open()
+        ids = self._check_env_ids(env_ids)
+        self._check_idle(ids, "restore")
+        snapshots = check_snapshots(snapshots, ids.size)
+        if self._state is State.NEEDS_RESET and ids.size != self.num_envs:
+            self._check_was_reset("restore a subset of envs")
+        games, options = self._lineup.games, self._lineup.options
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        for i, snap in zip(ids.tolist(), snapshots, strict=True):
+            snap.check(games[i], options[games[i]])
+            if snap.ended and same_step:
+                raise ValueError(f"the snapshot for env {i} holds an ended episode awaiting its "
+                                 f"autoreset: a same-step vector env has no such state")
+        replies = self.executor.restore([(i, snap.state)
+                                         for i, snap in zip(ids.tolist(), snapshots,
+                                                            strict=True)])
+        self._apply_all(replies)
+        book = self.executor.seeds
+        for i, snap in zip(ids.tolist(), snapshots, strict=True):
+            book.last[i] = snap.seed
+        book.games_exist = True
+        self._ended[ids] = [snap.ended for snap in snapshots]
+        self._restarted[ids] = False
+        self._phase[ids] = Phase.IDLE
+        if self._state is State.NEEDS_RESET:
+            self._state = State.IDLE
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The whole vector env (every env's snapshot, so its seeds and pending autoresets
+        too), picklable: :meth:`load_state_dict` puts it back into a vector env of the same
+        games and options with any number of workers, in any process. No step may be in
+        flight."""
+        self._check_not_async("state_dict")
+        return {"format": FORMAT, "num_envs": self.num_envs,
+                "autoreset_mode": self.autoreset_mode.value, "envs": self.clone()}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict` (``ValueError`` for another number of envs, other
+        games or options, or a damaged state, before any env changes)."""
+        self._check_not_async("load_state_dict")
+        if not isinstance(state, dict) or state.get("format") != FORMAT or "envs" not in state:
+            raise ValueError("not a fastatari vector env state_dict (of this format)")
+        if state["num_envs"] != self.num_envs:
+            raise ValueError(f"state_dict of {state['num_envs']} envs for a vector env of "
+                             f"{self.num_envs}")
+        self.restore(state["envs"])
