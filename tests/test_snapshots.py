@@ -266,3 +266,45 @@ def test_misuse_gets_clear_errors():
             envs.restore(snaps[:1], env_ids=[0])  # before the first reset: all or none
         envs.restore(snaps)  # all: no reset needed
         envs.step(np.zeros(2, int))
+
+
+# -- every Atari-57 game -------------------------------------------------------------------------
+ATARI_57_SCRIPT = """
+import pickle, sys
+sys.path.insert(0, {tests!r})
+import fastatari
+from test_snapshots import play
+state, actions = pickle.load(open("state.pkl", "rb"))
+with fastatari.make_vec(fastatari.suites.ATARI_57, 57, full_action_space=True,
+                        num_workers=3) as envs:
+    envs.load_state_dict(state)
+    pickle.dump(play(envs, actions), open("out.pkl", "wb"))
+"""
+
+
+def test_every_atari_57_game_restores_exactly_here_and_in_a_new_process(tmp_path):
+    """Each game cloned at a random point of a random run (sticky actions on), K steps, restored,
+    the same K steps: identical; and restored in a fresh process with another num_workers."""
+    from fastatari.suites import ATARI_57
+
+    n = len(ATARI_57)
+    rng = np.random.default_rng(57)
+    with fastatari.make_vec(ATARI_57, n, full_action_space=True, num_workers=2) as envs:
+        envs.reset(seed=57)
+        for t in range(int(rng.integers(20, 80))):
+            envs.step(rng.integers(0, 18, n))
+        state = envs.state_dict()
+        actions = rng.integers(0, 18, (40, n))
+        first = play(envs, actions)
+        envs.load_state_dict(state)
+        again = play(envs, actions)
+    per_game = [ATARI_57[i] for i in range(n)
+                if not all(np.array_equal(a[k][i], b[k][i]) for a, b in zip(first, again)
+                           for k in range(4))]
+    assert per_game == []
+    (tmp_path / "state.pkl").write_bytes(pickle.dumps((state, actions)))
+    result = subprocess.run([sys.executable, "-c", ATARI_57_SCRIPT.format(
+        tests=os.path.dirname(__file__))], cwd=tmp_path, capture_output=True, text=True,
+        timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert_same_runs(pickle.loads((tmp_path / "out.pkl").read_bytes()), first)

@@ -20,6 +20,7 @@ it, then restoring the state.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Iterable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -34,20 +35,25 @@ _ALE_ACTIONS = tuple(ale_py.Action.__members__.values())
 # std::mt19937's text form: its 624 state words, then its position
 _GENERATOR_TEXT = re.compile(rb"(?:\d+ ){624}\d+")
 _DRAWS_PER_FRAME = 2  # player A's, then player B's
+_TAIL = 7_200  # bytes from the end of a state where the environment's generator starts
+_local = threading.local()  # one numpy generator per thread, its state replaced at each use
 
 
 def _generator(serialized: bytes) -> np.random.MT19937:
     """The emulator's generator as numpy's MT19937 (the same algorithm and state)."""
-    # the last one: ALE saves the console's own generator first, the environment's (which
-    # draws the sticky actions) after the console and the game
-    found = list(_GENERATOR_TEXT.finditer(serialized))[-1:]
-    if not found:
+    # The last one in the state: ALE saves the console's own generator first, the environment's
+    # (which draws the sticky actions) last, near the end (its text is at most 6,875 bytes).
+    found = _GENERATOR_TEXT.search(serialized, max(0, len(serialized) - _TAIL))
+    if found is None:
+        found = ([None] + list(_GENERATOR_TEXT.finditer(serialized)))[-1]
+    if found is None:
         raise ValueError("no random generator in this emulator state (cloned without it?)")
-    words = np.array(found[0].group(0).split(), dtype=np.uint64)
-    generator = np.random.MT19937(0)
-    state = generator.state
-    state["state"] = {"key": words[:624].astype(np.uint32), "pos": int(words[624])}
-    generator.state = state
+    words = np.array(found.group(0).split(), dtype=np.uint64)
+    generator = getattr(_local, "generator", None)
+    if generator is None:
+        generator = _local.generator = np.random.MT19937(0)
+    generator.state = {"bit_generator": "MT19937",
+                       "state": {"key": words[:624].astype(np.uint32), "pos": int(words[624])}}
     return generator
 
 

@@ -275,16 +275,19 @@ class WorkerPool(Executor):
 
     # -- rare commands: through the pipes -----------------------------------------------------
     def _send(self, commands: Dict[int, bytes]) -> None:
-        """Write each worker its command, mark it pending, and publish once for all. A worker
-        that died meanwhile is found by the collect that follows."""
+        """Mark each worker's command pending, publish once for all, then write the commands:
+        a command larger than the pipe (a restore's snapshots) blocks its write until the
+        worker reads it, which it does once woken. A worker that died meanwhile is found by
+        the collect that follows."""
         pending = self.buffers.pending
+        for k in commands:
+            pending[self._firsts[k]] = 1
+        _wait.publish(self.buffers.control)
         for k, data in commands.items():
             try:
                 self._res.workers[k].conn.send_bytes(data)  # type: ignore[union-attr]
             except (BrokenPipeError, ConnectionResetError):
                 pass
-            pending[self._firsts[k]] = 1
-        _wait.publish(self.buffers.control)
 
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         self.seeds.record(requests)

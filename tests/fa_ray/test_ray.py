@@ -436,6 +436,32 @@ def test_rollout_equals_stepping_by_hand(cluster):
 
 
 @linux_only
+def test_snapshots_travel_between_ray_and_local(cluster):
+    """A local env's state_dict restores into the Ray env (through the object store, on both
+    actors' nodes) and the two go on identically; a Ray env's clone restores locally."""
+    envs, local = ray_env(), local_env()
+    try:
+        local.reset(seed=11)
+        for t in range(25):
+            local.step(actions_at(t, range(NUM_ENVS)))
+        envs.load_state_dict(local.state_dict())  # no reset: the state is the start
+        for t in range(40):
+            a = actions_at(t, range(NUM_ENVS))
+            same_step(envs.step(a), local.step(a))
+        snaps = envs.clone([1, 4])
+        local.restore(snaps, env_ids=[4, 1])  # swapped: a snapshot fits any env of its game
+        for t in range(20):
+            a = actions_at(t, range(NUM_ENVS))
+            swapped = a.copy()
+            swapped[[1, 4]] = a[[4, 1]]
+            got, want = envs.step(a), local.step(swapped)
+            np.testing.assert_array_equal(got[0][[1, 4]], want[0][[4, 1]])
+            np.testing.assert_array_equal(got[1][[1, 4]], want[1][[4, 1]])
+    finally:
+        envs.close()
+        local.close()
+
+
 def test_close_leaves_no_actor_or_worker(cluster):
     envs = ray_env()
     envs.reset(seed=0)

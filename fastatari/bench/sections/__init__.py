@@ -9,11 +9,12 @@ command line take every section from this registry.
 from __future__ import annotations
 
 from fastatari.bench.harness import Section
-from fastatari.bench.sections import envs, kernels, multigame, ray, trainer, transport, vector
+from fastatari.bench.sections import (envs, kernels, multigame, ray, snapshots, trainer,
+                                      transport, vector)
 
 REGISTRY: tuple[Section, ...] = (envs.SECTION, kernels.SECTION, vector.SECTION,
                                  transport.SECTION, trainer.SECTION, multigame.SECTION,
-                                 ray.SECTION)
+                                 ray.SECTION, snapshots.SECTION)
 SECTIONS = tuple(section.name for section in REGISTRY)  # the names ``--section`` takes
 
 __all__ = ["REGISTRY", "SECTIONS"]
