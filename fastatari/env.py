@@ -15,6 +15,7 @@ from fastatari.core.continuous import (ACTION_HIGH, ACTION_LOW, check_continuous
 from fastatari.core.game import AtariGame, FramePipeline, action_index
 from fastatari.core.options import AtariOptions
 from fastatari.core.snapshot import EnvSnapshot, check_snapshots
+from fastatari.core.protocols import apply_protocol
 from fastatari.core.palette import palette_for
 
 __all__ = ["AtariEnv", "AtariPreprocessing"]
@@ -45,8 +46,10 @@ class AtariEnv(gymnasium.Env):
     render_mode : {None, "rgb_array"}, optional
         ``"rgb_array"``: :meth:`render` returns the raw ``(210, 160, 3)`` screen.
     **kwargs
-        Any :class:`AtariOptions` field (``frame_skip``, ``screen_size``, ``noop_max``,
-        ``repeat_action_probability``, ...): its docstring lists each with its default.
+        ``protocol`` (a paper's setting, see :mod:`fastatari.core.protocols`: its options,
+        which the other keywords override), and any :class:`AtariOptions` field
+        (``frame_skip``, ``screen_size``, ``noop_max``, ``repeat_action_probability``, ...):
+        its docstring lists each with its default.
 
     Notes
     -----
@@ -60,7 +63,7 @@ class AtariEnv(gymnasium.Env):
 
     def __init__(self, game: str, options: Optional[AtariOptions] = None, *,
                  render_mode: Optional[str] = None, **kwargs: Any) -> None:
-        options = AtariOptions.build(options, **kwargs)
+        options = AtariOptions.build(options, **apply_protocol(kwargs))
         if options.life_loss_info:
             # a single env's terminated=True ends its episode (gymnasium's wrappers reset it)
             raise ValueError("life_loss_info is a vector-env option (ale-py's AtariVectorEnv "
@@ -150,6 +153,7 @@ class AtariEnv(gymnasium.Env):
         if snapshot.state.pending is not None:
             raise ValueError("this snapshot holds an autoreset its vector env had already run "
                              "(next-step autoreset): restore it into a vector env")
+        snapshot.warn_if_inexact()
         game.restore(snapshot.state)
 
     def render(self) -> Optional[np.ndarray]:

@@ -268,43 +268,74 @@ def test_misuse_gets_clear_errors():
         envs.step(np.zeros(2, int))
 
 
-# -- every Atari-57 game -------------------------------------------------------------------------
-ATARI_57_SCRIPT = """
-import pickle, sys
+# -- every game -----------------------------------------------------------------------------------
+SUITE_SCRIPT = """
+import pickle, sys, warnings
 sys.path.insert(0, {tests!r})
 import fastatari
 from test_snapshots import play
-state, actions = pickle.load(open("state.pkl", "rb"))
-with fastatari.make_vec(fastatari.suites.ATARI_57, 57, full_action_space=True,
-                        num_workers=3) as envs:
-    envs.load_state_dict(state)
+games, state, actions = pickle.load(open("state.pkl", "rb"))
+with fastatari.make_vec(games, len(games), full_action_space=True, num_workers=3) as envs:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the games INEXACT_RESTORE lists: checked apart
+        envs.load_state_dict(state)
     pickle.dump(play(envs, actions), open("out.pkl", "wb"))
 """
 
 
-def test_every_atari_57_game_restores_exactly_here_and_in_a_new_process(tmp_path):
-    """Each game cloned at a random point of a random run (sticky actions on), K steps, restored,
-    the same K steps: identical; and restored in a fresh process with another num_workers."""
-    from fastatari.suites import ATARI_57
+def games_that_differ(games, ours, theirs):
+    """The games whose env's results differ anywhere between two runs of ``play``."""
+    assert len(ours) == len(theirs)
+    n = len(games)
+    return sorted({games[i] for i in range(n)
+                   if not all(np.array_equal(a[k][i], b[k][i])
+                              for a, b in zip(ours, theirs, strict=True)
+                              for k in range(len(a)) if np.ndim(a[k]) and len(a[k]) == n)})
 
-    n = len(ATARI_57)
-    rng = np.random.default_rng(57)
-    with fastatari.make_vec(ATARI_57, n, full_action_space=True, num_workers=2) as envs:
-        envs.reset(seed=57)
-        for t in range(int(rng.integers(20, 80))):
+
+def check_suite_restores_exactly(games, tmp_path):
+    """Each game cloned at a random point of a random run (sticky actions on), K steps, restored,
+    the same K steps: identical, but for the games ALE does not restore exactly (which warn);
+    and restored in a fresh process with another num_workers."""
+    from fastatari.core.snapshot import INEXACT_RESTORE
+
+    n = len(games)
+    rng = np.random.default_rng(n)
+    with fastatari.make_vec(games, n, full_action_space=True, num_workers=2) as envs:
+        envs.reset(seed=n)
+        for _ in range(int(rng.integers(20, 80))):
             envs.step(rng.integers(0, 18, n))
         state = envs.state_dict()
         actions = rng.integers(0, 18, (40, n))
         first = play(envs, actions)
-        envs.load_state_dict(state)
-        again = play(envs, actions)
-    per_game = [ATARI_57[i] for i in range(n)
-                if not all(np.array_equal(a[k][i], b[k][i]) for a, b in zip(first, again)
-                           for k in range(4))]
-    assert per_game == []
-    (tmp_path / "state.pkl").write_bytes(pickle.dumps((state, actions)))
-    result = subprocess.run([sys.executable, "-c", ATARI_57_SCRIPT.format(
+        inexact = sorted(set(games) & set(INEXACT_RESTORE))
+        if inexact:
+            with pytest.warns(UserWarning, match="restore is not exact") as caught:
+                envs.load_state_dict(state)
+            assert sorted({g for g in inexact if any(g in str(w.message) for w in caught)}) \
+                == inexact
+        else:
+            envs.load_state_dict(state)
+        assert set(games_that_differ(games, play(envs, actions), first)) <= set(inexact)
+    (tmp_path / "state.pkl").write_bytes(pickle.dumps((games, state, actions)))
+    result = subprocess.run([sys.executable, "-c", SUITE_SCRIPT.format(
         tests=os.path.dirname(__file__))], cwd=tmp_path, capture_output=True, text=True,
-        timeout=600)
+        timeout=900)
     assert result.returncode == 0, result.stderr
-    assert_same_runs(pickle.loads((tmp_path / "out.pkl").read_bytes()), first)
+    again = pickle.loads((tmp_path / "out.pkl").read_bytes())
+    assert set(games_that_differ(games, again, first)) <= set(inexact)
+    return games_that_differ(games, again, first)
+
+
+def test_every_atari_57_game_restores_exactly_here_and_in_a_new_process(tmp_path):
+    from fastatari.suites import ATARI_57
+
+    differ = check_suite_restores_exactly(list(ATARI_57), tmp_path)
+    assert differ == ["qbert"]  # ALE #732: not exact restored into a fresh emulator
+
+
+@pytest.mark.slow
+def test_every_rom_ale_py_ships_restores_exactly_or_is_listed(tmp_path):
+    from fastatari.core.games import game_ids
+
+    check_suite_restores_exactly(game_ids(), tmp_path)

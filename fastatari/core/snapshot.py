@@ -15,6 +15,7 @@ emulator's state (~14 KB) is stored as ALE serializes it.
 from __future__ import annotations
 
 import hashlib
+import warnings
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
@@ -25,10 +26,30 @@ import ale_py
 
 from fastatari.core.options import AtariOptions
 
-__all__ = ["EnvSnapshot", "GameState", "PendingReset", "pack_frames", "unpack_frames"]
+__all__ = ["INEXACT_RESTORE", "EnvSnapshot", "GameState", "PendingReset", "pack_frames",
+           "unpack_frames"]
 
 #: Bumped when the snapshot's content changes: older snapshots are then refused.
 FORMAT = 1
+
+
+#: ROMs whose restore ale-py 0.12.1 does not make exact, and what differs: measured over every
+#: ROM ale-py ships (the README's table); :meth:`EnvSnapshot.warn_if_inexact` warns for them.
+INEXACT_RESTORE: Dict[str, str] = {
+    "qbert": "restored into a freshly loaded or just reset emulator (a new process or env), "
+             "RAM and screen differ from the first frame, rewards and lives later (ALE does not "
+             "save the TIA's partial-frame flag; fixed after ale-py 0.12.1, ALE #732)",
+    "tetris": "restored into a freshly loaded or just reset emulator, RAM and screen differ "
+              "from the first frame (as Q*bert; fixed after ale-py 0.12.1, ALE #732)",
+    "miniature_golf": "ALE saves five of its values as booleans and loads them as ints: a "
+                      "restored game may score a hole wrongly (fixed after ale-py 0.12.1, "
+                      "ALE #732)",
+    "tic_tac_toe_3d": "the screen of the first frames after a restore differs (ALE does not "
+                      "save the frame buffer): observations differ, the game does not",
+    "yars_revenge": "the screen of the first frame after a restore differs (ALE does not save "
+                    "the frame buffer): observations differ when that frame is grabbed "
+                    "(frame_skip <= 2)",
+}
 
 
 def pack_frames(*frames: np.ndarray) -> bytes:
@@ -145,6 +166,14 @@ class EnvSnapshot:
         pending = self.state.pending
         return (len(self.state.emulator) + len(self.state.frames)
                 + (len(pending.obs) if pending is not None else 0))
+
+    def warn_if_inexact(self) -> None:
+        """A ``UserWarning`` when ALE does not restore this game exactly
+        (:data:`INEXACT_RESTORE`)."""
+        why = INEXACT_RESTORE.get(self.game)
+        if why is not None:
+            warnings.warn(f"fastatari: {self.game}'s restore is not exact with ale-py "
+                          f"{ale_py.__version__}: {why}", UserWarning, stacklevel=3)
 
     def check(self, game: str, options: AtariOptions) -> None:
         """``ValueError`` unless this is an intact snapshot of ``game`` with ``options``, from

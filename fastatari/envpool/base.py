@@ -399,10 +399,13 @@ class EnvPoolMixin:
                       "envpool.make(..., seed=seed) instead.", UserWarning, stacklevel=2)
 
     def close(self, **kwargs: Any) -> None:
-        """Stop the worker processes. Safe to call more than once."""
+        """Stop the worker processes. Safe to call more than once. Steps in flight are
+        dropped silently, as EnvPool drops them."""
         if not self.closed:
             self.closed = True
-            self.vec.close()
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", ".*Calling `close` while waiting")
+                self.vec.close()
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.task_id!r}, num_envs={self.vec.num_envs}, "

@@ -27,6 +27,7 @@ from fastatari.core import validate
 from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW, check_continuous_actions
 from fastatari.core.game import ALE_ACTIONS
 from fastatari.core.romfacts import loaded_facts
+from fastatari.core.protocols import apply_protocol
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
 from fastatari.vector.buffers import Layout
@@ -96,6 +97,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         Pin worker ``k`` to ``cpus[k % len(cpus)]`` ("auto": the usable CPUs in order), like
         EnvPool's ``thread_affinity_offset``. Linux only.
     render_mode : {"rgb_array"}, optional
+    protocol : str, optional
+        A paper's setting (:data:`fastatari.core.protocols.PROTOCOLS`: ``"dqn_nature"``,
+        ``"machado2018"``, ``"atari100k"``; ``"<name>:eval"`` for its evaluation variant):
+        its options, which the keywords given beside it override.
     **options
         :class:`~fastatari.AtariOptions` fields (``frame_skip``, ``noop_max``, ...).
 
@@ -116,7 +121,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     def __init__(self, game: str | Sequence[str], num_envs: int, **keywords: Any) -> None:
         self._state = State.CLOSED  # until construction succeeds
         num_envs = validate.check_int("num_envs", num_envs, 1)
-        vector, options = split_keywords(keywords)
+        vector, options = split_keywords(apply_protocol(keywords))
         config = self._checked_config(num_envs, vector)
         plan, meanings = self._plan(game, num_envs, config, options)
         self._open(plan, self._make_executor(plan), meanings)
@@ -471,7 +476,11 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
 
     @contract.one_caller
     def close(self, **kwargs: Any) -> None:
-        """Stop the workers and free the shared memory. Safe to call more than once."""
+        """Stop the workers and free the shared memory. Safe to call more than once. Steps in
+        flight are dropped, with gymnasium's warning."""
+        if getattr(self, "_state", None) is State.ASYNC:
+            gymnasium.logger.warn("Calling `close` while waiting for a pending call to `step` "
+                                  "to complete.")
         self._state = State.CLOSED
         executor = getattr(self, "executor", None)
         if executor is not None:

@@ -84,6 +84,8 @@ class Snapshots:
             if snap.ended and same_step:
                 raise ValueError(f"the snapshot for env {i} holds an ended episode awaiting its "
                                  f"autoreset: a same-step vector env has no such state")
+        for game in dict.fromkeys(snap.game for snap in snapshots):
+            next(snap for snap in snapshots if snap.game == game).warn_if_inexact()
         replies = self.executor.restore([(i, snap.state)
                                          for i, snap in zip(ids.tolist(), snapshots,
                                                             strict=True)])

@@ -85,5 +85,6 @@ def test_the_json_has_every_registered_sections_keys_when_nothing_ran():
     assert report.to_dict() == {
         "environment": {"cpu": "test"}, "config": {"game": "pong"},
         "envs": [], "skipped": {}, "kernels": [],
-        "vector": None, "transport": None, "trainer": None, "multigame": None, "ray": None}
+        "vector": None, "transport": None, "trainer": None, "multigame": None, "ray": None,
+        "snapshots": None}
     assert report.sections == REGISTRY

@@ -315,3 +315,12 @@ def test_num_envs_past_the_machines_memory_is_refused_before_anything_starts():
                                           r"\(4, 84, 84\) .*need 529 GiB, more than this "
                                           r"machine's memory"):
         make_vec("breakout", 10_000_000, num_workers=1)
+
+
+def test_close_with_steps_in_flight_warns_as_gymnasium_does():
+    envs = make_vec("breakout", 2, num_workers=1, **KW)
+    envs.reset(seed=0)
+    envs.send(np.zeros(2, np.int64))
+    with pytest.warns(UserWarning, match="Calling `close` while waiting for a pending call"):
+        envs.close()
+    assert envs.closed
