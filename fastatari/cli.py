@@ -31,7 +31,78 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_command(commands)
     add_list_command(commands)
     add_play_command(commands)
+    add_evaluate_command(commands)
     return parser
+
+
+def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
+    from fastatari.core.protocols import PROTOCOLS
+    from fastatari.evaluate import SUITES
+    from fastatari.scores import DEFAULT_TABLE, tables
+
+    evaluate = commands.add_parser(
+        "evaluate", help="score a policy on a suite under a named protocol (human-normalized)",
+        description="Run every game of a suite at once in one multi-game pool under a "
+                    "protocol's evaluation settings, then print per-game returns and "
+                    "human-normalized scores with 95%% intervals and their aggregates.")
+    where = evaluate.add_mutually_exclusive_group()
+    where.add_argument("--suite", choices=sorted(SUITES), default="atari5",
+                       help="games to evaluate (default: %(default)s)")
+    where.add_argument("--game", action="append", dest="games", metavar="GAME",
+                       help="a game instead of a suite (repeatable)")
+    evaluate.add_argument("--protocol", choices=sorted(PROTOCOLS), default="machado2018",
+                          help="its evaluation variant is used (default: %(default)s)")
+    evaluate.add_argument("--episodes", type=positive_int, default=10,
+                          help="episodes per game and seed (default: %(default)s)")
+    evaluate.add_argument("--seeds", type=positive_int, default=1,
+                          help="seeds (runs) per game (default: %(default)s)")
+    evaluate.add_argument("--policy", help="module:function taking a batch of observations and "
+                                           "returning actions, or a TorchScript file (default: "
+                                           "uniform random)")
+    evaluate.add_argument("--seed", type=seed_value, default=0)
+    evaluate.add_argument("--table", choices=tables(), default=DEFAULT_TABLE,
+                          help="reference scores (default: %(default)s)")
+    evaluate.add_argument("--max-frames", type=positive_int, dest="max_num_frames_per_episode",
+                          help="cap episodes at this many frames (default: the protocol's)")
+    evaluate.add_argument("--num-workers", type=positive_int)
+    evaluate.add_argument("--ray", action="store_true", help="run on fastatari.ray's actors")
+    evaluate.add_argument("--json", metavar="PATH")
+    evaluate.add_argument("--csv", metavar="PATH")
+    evaluate.add_argument("--plot", metavar="PATH", help="per-game and aggregate intervals, PNG")
+    evaluate.add_argument("--follow-symlinks", action="store_true",
+                          help="write outputs through symbolic links")
+    evaluate.set_defaults(handler=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from fastatari.evaluate import evaluate
+    from fastatari.files import check_not_symlink
+
+    options = {} if args.max_num_frames_per_episode is None else {
+        "max_num_frames_per_episode": args.max_num_frames_per_episode}
+    try:
+        for path in (args.json, args.csv, args.plot):
+            if path:
+                check_not_symlink(path, args.follow_symlinks)
+        if args.plot:
+            import matplotlib  # noqa: F401 - before the run, not after it
+        result = evaluate(args.games or args.suite, protocol=args.protocol,
+                          episodes=args.episodes, seeds=args.seeds, policy=args.policy,
+                          seed=args.seed, table=args.table, num_workers=args.num_workers,
+                          use_ray=args.ray, **options)
+    except BrokenPipeError:
+        raise
+    except (ImportError, ValueError, TypeError, OSError) as error:
+        print(f"fastatari evaluate: error: {error}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    if args.json:
+        result.write_json(args.json)
+    if args.csv:
+        result.write_csv(args.csv)
+    if args.plot:
+        result.plot(args.plot)
+    return 0
 
 
 def add_bench_command(commands: argparse._SubParsersAction) -> None:
