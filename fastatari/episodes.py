@@ -16,6 +16,7 @@ from typing import Any, Deque, Dict, Optional, Tuple
 import gymnasium
 import numpy as np
 
+from fastatari import scores
 from fastatari.core.schema import GAME_KEY
 from fastatari.files import check_not_symlink
 
@@ -50,13 +51,13 @@ def _summary_writer_class() -> Optional[type]:
 class _CsvWriter:
     """``episodes.csv`` in ``log_dir``: a header, then one row per report."""
 
-    def __init__(self, log_dir: str, game_names: Tuple[str, ...] = (),
+    def __init__(self, log_dir: str, columns: Tuple[str, ...] = FIELDS,
                  follow_symlinks: bool = False) -> None:
         self.path = os.path.join(log_dir, "episodes.csv")
         check_not_symlink(self.path, follow_symlinks)
         self._file = open(self.path, "w", newline="")
         self._csv = csv.writer(self._file)
-        self._columns = FIELDS + tuple(_game_key(name) for name in game_names)
+        self._columns = columns
         self._csv.writerow(("step",) + self._columns)
         self._file.flush()
 
@@ -99,7 +100,11 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
     * ``episodes``: finished games so far;
     * with several games in the env (its ``games``), ``<game>/mean_return_100`` per game: the
       mean return of that game's last 100 finished games (TensorBoard tag
-      ``games/<game>/mean_return_100``, a CSV column per game).
+      ``games/<game>/mean_return_100``, a CSV column per game);
+    * human-normalized scores (``hns_table``, :mod:`fastatari.scores`), for games with
+      reference scores: ``mean_hns_100`` (one game: of ``mean_return_100``), or per game
+      ``<game>/hns_100`` and over the games that finished one, ``suite/median_hns`` and
+      ``suite/iqm_hns`` (point estimates).
 
     Parameters
     ----------
@@ -116,6 +121,8 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         Agent steps (env transitions, summed over envs) between reports.
     follow_symlinks : bool, default False
         An ``episodes.csv`` that is a symbolic link is refused (``OSError``) unless True.
+    hns_table : str or None, default "dqn_zoo"
+        The reference table of the human-normalized scores; None logs none.
 
     Raises
     ------
@@ -125,7 +132,8 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
 
     def __init__(self, envs: gymnasium.vector.VectorEnv, log_dir: str | os.PathLike,
                  backend: str = "auto", log_every: int = 1000,
-                 follow_symlinks: bool = False) -> None:
+                 follow_symlinks: bool = False,
+                 hns_table: Optional[str] = scores.DEFAULT_TABLE) -> None:
         super().__init__(envs)
         if backend not in ("auto", "tensorboard", "csv"):
             raise ValueError(f"backend must be 'auto', 'tensorboard' or 'csv', got {backend!r}")
@@ -143,8 +151,12 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         self._env_game = [self.game_names.index(g) for g in games] if self.game_names else []
         self.game_returns: Dict[str, Deque[float]] = {name: deque(maxlen=100)
                                                       for name in self.game_names}
+        distinct = self.game_names or tuple(dict.fromkeys(games))
+        self.hns_table = hns_table
+        self.hns_games: Tuple[str, ...] = () if hns_table is None else tuple(
+            g for g in distinct if scores.has_reference(g, hns_table))
         self.backend = "csv" if writer_class is None else "tensorboard"
-        self._writer = (_CsvWriter(self.log_dir, self.game_names, follow_symlinks)
+        self._writer = (_CsvWriter(self.log_dir, self._columns(), follow_symlinks)
                         if writer_class is None
                         else _TensorBoardWriter(self.log_dir, writer_class))
         self.log_every = log_every
@@ -193,6 +205,14 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         if self.global_step // self.log_every > before // self.log_every and self.episodes:
             self._writer.write(self.global_step, self.stats())
 
+    def _columns(self) -> Tuple[str, ...]:
+        """The report's values, in CSV column order."""
+        columns = FIELDS + tuple(_game_key(name) for name in self.game_names)
+        if self.game_names:
+            columns += tuple(f"{g}/hns_100" for g in self.hns_games)
+            return columns + (("suite/median_hns", "suite/iqm_hns") if self.hns_games else ())
+        return columns + (("mean_hns_100",) if self.hns_games else ())
+
     def stats(self) -> Optional[Dict[str, float]]:
         """The values a report holds now (None before the first finished game)."""
         if not self.episodes:
@@ -208,6 +228,20 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         for name, returns in self.game_returns.items():
             if returns:
                 stats[_game_key(name)] = float(np.mean(returns))
+        table = self.hns_table
+        if not self.game_names:
+            if self.hns_games:
+                stats["mean_hns_100"] = scores.human_normalized(
+                    self.hns_games[0], stats["mean_return_100"], table)
+            return stats
+        hns = [scores.human_normalized(g, stats[_game_key(g)], table)
+               for g in self.hns_games if _game_key(g) in stats]
+        for g, value in zip([g for g in self.hns_games if _game_key(g) in stats], hns,
+                            strict=True):
+            stats[f"{g}/hns_100"] = value
+        if hns:
+            stats["suite/median_hns"] = float(np.median(hns))
+            stats["suite/iqm_hns"] = scores.interquartile_mean(hns)
         return stats
 
     def close(self, **kwargs: Any) -> None:

@@ -9,13 +9,14 @@ import csv
 import numpy as np
 import pytest
 
-from fastatari import make_vec
+from fastatari import make_vec, scores
 from fastatari.episodes import FIELDS, EpisodeRecorder
 
 # Space Invaders pays quickly, so returns differ; 400 frames end a game in about 100 steps.
 GAME = dict(game="space_invaders", repeat_action_probability=0.0,
             max_num_frames_per_episode=400, clip_rewards=True)
 LOG_EVERY = 50
+LOGGED = FIELDS + ("mean_hns_100",)  # one game with a reference score: its HNS too
 
 
 def play(recorder, steps=160):
@@ -38,7 +39,8 @@ def play(recorder, steps=160):
             reports.append((global_step, {
                 "last_return": returns[-1], "mean_return_100": np.mean(returns[-100:]),
                 "min_return": min(latest.values()), "max_return": max(latest.values()),
-                "mean_length": np.mean(lengths[-100:]), "episodes": len(returns)}))
+                "mean_length": np.mean(lengths[-100:]), "episodes": len(returns),
+                "mean_hns_100": scores.human_normalized(GAME["game"], np.mean(returns[-100:]))}))
     assert len(returns) >= 2
     assert len(set(returns)) >= 2, "returns should differ for a meaningful check"
     return reports
@@ -56,11 +58,11 @@ def test_csv_reports_match_episode_infos(tmp_path):
     assert envs.closed
     with open(tmp_path / "run" / "episodes.csv", newline="") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["step", *FIELDS]
+    assert rows[0] == ["step", *LOGGED]
     assert len(rows) - 1 == len(expected) >= 2
     for row, (step, values) in zip(rows[1:], expected, strict=True):
         assert int(row[0]) == step
-        for name, text in zip(FIELDS, row[1:], strict=True):
+        for name, text in zip(LOGGED, row[1:], strict=True):
             assert float(text) == pytest.approx(values[name]), name
 
 
@@ -78,8 +80,8 @@ def test_tensorboard_scalars_read_back(tmp_path):
         recorder.close()
     events = event_accumulator.EventAccumulator(str(tmp_path))
     events.Reload()
-    assert set(events.Tags()["scalars"]) == {f"episodes/{name}" for name in FIELDS}
-    for name in FIELDS:
+    assert set(events.Tags()["scalars"]) == {f"episodes/{name}" for name in LOGGED}
+    for name in LOGGED:
         scalars = events.Scalars(f"episodes/{name}")
         assert [s.step for s in scalars] == [step for step, _ in expected]
         assert [s.value for s in scalars] == pytest.approx(
@@ -150,11 +152,25 @@ def test_multi_game_envs_get_one_curve_per_game(tmp_path):
     finally:
         recorder.close()
     assert all(per_game.values())
+    hns = []
     for name, returns in per_game.items():
         assert stats[f"{name}/mean_return_100"] == pytest.approx(np.mean(returns[-100:]))
+        hns.append(scores.human_normalized(name, np.mean(returns[-100:])))
+        assert stats[f"{name}/hns_100"] == pytest.approx(hns[-1])
+    assert stats["suite/median_hns"] == pytest.approx(np.median(hns))
+    assert stats["suite/iqm_hns"] == pytest.approx(np.mean(hns))  # two games: both in the IQM
     with open(tmp_path / "run" / "episodes.csv", newline="") as f:
         header = next(csv.reader(f))
-    assert header == ["step", *FIELDS, "pong/mean_return_100", "breakout/mean_return_100"]
+    assert header == ["step", *FIELDS, "pong/mean_return_100", "breakout/mean_return_100",
+                      "pong/hns_100", "breakout/hns_100", "suite/median_hns", "suite/iqm_hns"]
+
+
+@pytest.mark.eval
+def test_interquartile_mean_is_rliables_iqm():
+    rliable_metrics = pytest.importorskip("rliable.metrics")
+    values = np.random.default_rng(1).normal(size=(1, 13))
+    assert scores.interquartile_mean(values) == pytest.approx(
+        rliable_metrics.aggregate_iqm(values))
 
 
 def test_csv_log_is_not_written_through_a_symlink_unless_asked(tmp_path):
