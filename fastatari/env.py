@@ -78,8 +78,8 @@ class AtariEnv(gymnasium.Env):
         self._n = self._game.num_actions
         self._continuous = options.continuous
         self.action_space: spaces.Space = (
-            spaces.Box(ACTION_LOW, ACTION_HIGH, dtype=np.float32) if options.continuous
-            else spaces.Discrete(self._n))
+            spaces.Box(ACTION_LOW.copy(), ACTION_HIGH.copy(), dtype=np.float32)
+            if options.continuous else spaces.Discrete(self._n))
         self.observation_space = spaces.Box(0, 255, options.observation_shape, np.uint8)
         self._np_random = self._game.np_random
 

@@ -26,8 +26,8 @@ from gymnasium.vector.utils import batch_space
 from fastatari.core import validate
 from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW, check_continuous_actions
 from fastatari.core.game import ALE_ACTIONS
-from fastatari.core.romfacts import loaded_facts
 from fastatari.core.protocols import apply_protocol
+from fastatari.core.romfacts import loaded_facts
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
 from fastatari.vector.buffers import Layout
@@ -208,7 +208,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self._continuous = self.options.continuous
         self._life_loss_info = self.options.life_loss_info
         self.single_action_space: spaces.Space = (
-            spaces.Box(ACTION_LOW, ACTION_HIGH, dtype=np.float32) if self._continuous
+            spaces.Box(ACTION_LOW.copy(), ACTION_HIGH.copy(), dtype=np.float32) if self._continuous
             else spaces.Discrete(self._num_actions))
         self.observation_space = contract.BatchedBox(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
