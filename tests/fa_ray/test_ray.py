@@ -462,6 +462,15 @@ def test_snapshots_travel_between_ray_and_local(cluster):
         local.close()
 
 
+def test_evaluate_on_ray_gives_the_local_numbers(cluster):
+    from fastatari.evaluate import evaluate
+
+    kw = dict(episodes=2, seed=3, progress=False, max_num_frames_per_episode=600)
+    on_ray = evaluate(["pong", "breakout"], use_ray=True, **kw)
+    local = evaluate(["pong", "breakout"], num_workers=2, **kw)
+    assert on_ray.to_json() == local.to_json()
+
+
 def test_close_leaves_no_actor_or_worker(cluster):
     envs = ray_env()
     envs.reset(seed=0)
