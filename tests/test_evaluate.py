@@ -100,3 +100,19 @@ def test_aggregates_are_rliables_on_the_episodes():
     expected = scores.aggregate(matrix, seed=0)
     for name, value in result.aggregates.items():
         assert value == pytest.approx(expected[name]._asdict())
+
+
+@pytest.mark.rl
+def test_a_torchscript_file_is_a_policy(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    class Fire(torch.nn.Module):
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            return torch.ones(obs.shape[0], dtype=torch.int64)
+
+    path = tmp_path / "policy.pt"
+    torch.jit.script(Fire()).save(str(path))
+    scripted = evaluate("pong", episodes=2, policy=str(path), progress=False, **SHORT)
+    by_hand = evaluate("pong", episodes=2, policy=lambda obs: np.ones(len(obs), np.int64),
+                       progress=False, **SHORT)
+    assert scripted.results[0].returns == by_hand.results[0].returns
