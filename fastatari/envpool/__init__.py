@@ -32,6 +32,16 @@ H, W)`` layout here), ``reward_clip`` -> ``clip_rewards``, ``use_fire_reset`` ->
 here, in agent steps, as EnvPool counts it (the vector env gets no frame limit).
 ``repeat_action_probability`` defaults to 0, as in EnvPool (fastatari's own default is 0.25).
 
+``protocol="machado2018"`` (or ``"dqn_nature:eval"``, ...; :mod:`fastatari.core.protocols`)
+sets the EnvPool options of a paper's setting, as ``fastatari.make_vec(..., protocol=)`` plays
+it, and the options given beside it override them; ``env.spec.config`` shows the result. The
+protocol's options, with fastatari's defaults for those it does not name (so
+``use_fire_reset=False``), become EnvPool's: ``max_num_frames_per_episode`` becomes
+``max_episode_steps`` (the frames over ``frame_skip``, counted as EnvPool counts: agent steps,
+not the reset's no-op frames), ``noop_max`` stays (fastatari.envpool's ``noop_max`` is
+fastatari's), and an option EnvPool has no name for (``life_loss_info=True`` of
+``"atari100k"``'s training) raises ValueError: ``fastatari.make_vec`` plays those.
+
 Where the semantics differ from EnvPool: the README's table "Where fastatari.envpool differs
 from EnvPool" lists them row by row (processes instead of threads, random streams, no-op
 counts, the observation of a step that ends the game, games without NOOP or FIRE).
@@ -46,6 +56,9 @@ gym class, built when gym is first asked for), ``dm_api`` (the dm_env class, lik
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
+import functools
+import inspect
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -60,7 +73,8 @@ from fastatari.envpool.spec import ArraySpec, Config, EnvPoolSpec
 from fastatari.core.game import action_names
 from fastatari.core.games import resolve_game
 from fastatari.core.romfacts import known_facts, loaded_facts
-from fastatari.core.options import MAX_SIDE
+from fastatari.core.options import MAX_SIDE, AtariOptions
+from fastatari.core.protocols import protocol_options
 from fastatari.vector import make_vec
 
 __all__ = ["ArraySpec", "Config", "EnvPoolAtari", "EnvPoolSpec", "make", "make_dm", "make_gym",
@@ -69,6 +83,19 @@ __all__ = ["ArraySpec", "Config", "EnvPoolAtari", "EnvPoolSpec", "make", "make_d
 _ENV_TYPES = ("gymnasium", "gym", "dm")
 # EnvPool options fastatari can honour at one value only: name -> that value.
 _FIXED = {"use_inter_area_resize": True, "max_num_players": 1, "render_mode": None}
+# fastatari options and the EnvPool option each becomes (see _protocol_keywords).
+_RENAMED = {"frame_skip": "frame_skip", "noop_max": "noop_max", "stack_size": "stack_num",
+            "grayscale_obs": "gray_scale", "clip_rewards": "reward_clip",
+            "episodic_life": "episodic_life", "fire_reset": "use_fire_reset",
+            "repeat_action_probability": "repeat_action_probability",
+            "full_action_space": "full_action_space"}
+# fastatari options EnvPool has no name for, at the value fastatari.envpool plays them.
+_CARRIED = {"maxpool": True, "terminal_on_life_loss": False, "life_loss_info": False,
+            "channels_last": False, "padding_type": "reset", "continuous": False}
+# The fastatari options _protocol_keywords converts or may leave (ram_info is always on here,
+# continuous_action_threshold needs continuous); any other must have its _CARRIED value.
+_CONVERTED = {*_RENAMED, "mode", "difficulty", "screen_size", "max_num_frames_per_episode",
+              "ram_info", "continuous_action_threshold"}
 
 
 def make(task_id: str | Sequence[str], env_type: str = "gymnasium",
@@ -84,9 +111,10 @@ def make(task_id: str | Sequence[str], env_type: str = "gymnasium",
         ``gym``; see the module docstring). ``"dm"``: EnvPool's dm_env API (needs ``dm-env``;
         :mod:`fastatari.envpool.dm_api`).
     **kwargs
-        EnvPool's options, as :func:`make_spec` takes them. ``gym_reset_return_info``
-        defaults to True, and False raises, as in EnvPool 1.x; but with ``"gym"`` it defaults
-        to False (``reset()`` returns the observations only, as EnvPool 0.x's).
+        EnvPool's options, as :func:`make_spec` takes them (``protocol=`` too).
+        ``gym_reset_return_info`` defaults to True, and False raises, as in EnvPool 1.x; but
+        with ``"gym"`` it defaults to False (``reset()`` returns the observations only, as
+        EnvPool 0.x's).
 
     Returns
     -------
@@ -141,6 +169,57 @@ def make_dm(task_id: str | Sequence[str], **kwargs: Any) -> EnvPoolMixin:
     return make(task_id, "dm", **kwargs)
 
 
+def _protocol_keywords(protocol: str, given: Dict[str, Any]) -> Dict[str, Any]:
+    """The EnvPool options of ``protocol`` (:func:`~fastatari.core.protocols.protocol_options`,
+    over fastatari's defaults), the EnvPool options ``given`` beside it taken into account:
+    their ``frame_skip`` turns the protocol's frame cap into ``max_episode_steps``.
+
+    Raises ValueError for an unknown protocol, as ``protocol_options``, and for an option
+    EnvPool cannot express that ``given`` does not override.
+    """
+    options = dataclasses.asdict(AtariOptions(**protocol_options(protocol)))
+    for name, value in options.items():
+        if name not in _CONVERTED and (name not in _CARRIED or value != _CARRIED[name]):
+            hint = (" (EnvPool's episodic_life=True ends the episode at a life loss instead)"
+                    if name == "life_loss_info" else "")
+            raise ValueError(f"protocol {protocol!r} sets {name}={value!r}, which EnvPool's "
+                             f"options cannot express{hint}: use fastatari.make_vec(..., "
+                             f"protocol={protocol!r})")
+    keywords = {_RENAMED[name]: options[name] for name in _RENAMED}
+    keywords["mode"], keywords["difficulty"] = (-1 if options[name] is None else options[name]
+                                                for name in ("mode", "difficulty"))
+    size = options["screen_size"]
+    keywords["img_width"], keywords["img_height"] = (size, size) if isinstance(size, int) else size
+    frames = options["max_num_frames_per_episode"]
+    frame_skip = validate.check_int("frame_skip", given.get("frame_skip", keywords["frame_skip"]),
+                                    1)
+    if "max_episode_steps" not in given:
+        if not frames or frames % frame_skip:
+            raise ValueError(
+                f"protocol {protocol!r} sets max_num_frames_per_episode={frames!r}, which "
+                f"EnvPool's max_episode_steps (agent steps of frame_skip={frame_skip}, >= 1) "
+                f"cannot express: pass max_episode_steps= beside protocol=, or use "
+                f"fastatari.make_vec(..., protocol={protocol!r})")
+        keywords["max_episode_steps"] = frames // frame_skip
+    return keywords
+
+
+def _takes_protocol(make_spec: Any) -> Any:
+    """``make_spec`` with its ``protocol``: the protocol's EnvPool options under those given."""
+    signature = inspect.signature(make_spec)
+
+    @functools.wraps(make_spec)
+    def wrapper(*args: Any, **kwargs: Any) -> EnvPoolSpec:
+        given = signature.bind_partial(*args, **kwargs).arguments
+        protocol = given.pop("protocol", None)
+        if protocol is None:
+            return make_spec(*args, **kwargs)
+        given.update(given.pop("other", {}))
+        return make_spec(**{**_protocol_keywords(protocol, given), **given})
+    return wrapper
+
+
+@_takes_protocol
 def make_spec(task_id: str | Sequence[str], num_envs: int = 1, batch_size: int = 0,
               num_threads: int = 0, seed: int | Sequence[int] = 42,
               episodic_life: bool = False, reward_clip: bool = False, noop_max: int = 30,
@@ -151,7 +230,8 @@ def make_spec(task_id: str | Sequence[str], num_envs: int = 1, batch_size: int =
               difficulty: int = -1, gym_reset_return_info: Optional[bool] = None,
               thread_affinity_offset: int = -1, zero_discount_on_life_loss: bool = False,
               use_inter_area_resize: bool = True, max_num_players: int = 1,
-              render_mode: Optional[str] = None, **other: Any) -> EnvPoolSpec:
+              render_mode: Optional[str] = None, protocol: Optional[str] = None,
+              **other: Any) -> EnvPoolSpec:
     """EnvPool's ``make_spec``: the options of :func:`make`, checked, as an :class:`EnvPoolSpec`
     (``.config``, ``.observation_space``, ``.action_space``, ``.state_array_spec``,
     ``.action_array_spec``, ``.observation_spec()``, ...). Starts no game.
@@ -182,6 +262,10 @@ mode, difficulty
         Accepted and kept in the config; processes are not pinned.
     use_inter_area_resize, max_num_players, render_mode
         Only their defaults (True, 1, None).
+    protocol : str, optional
+        A named protocol (``"machado2018"``, ``"dqn_nature:eval"``, ...;
+        :mod:`fastatari.core.protocols`): its options, in EnvPool's names, replace the defaults
+        above, and the options given beside it override them (see the module docstring).
     **other
         Any other name raises ``TypeError``.
 
@@ -190,7 +274,8 @@ mode, difficulty
     TypeError
         For options EnvPool's Atari envs do not have.
     ValueError
-        For an option value fastatari cannot honour, or a bad value.
+        For an option value fastatari cannot honour, or a bad value; an unknown ``protocol``,
+        or one with an option EnvPool's options cannot express.
     """
     if other:
         raise TypeError(f"unknown EnvPool option(s) for fastatari.envpool.make: "
