@@ -17,6 +17,8 @@ suites
     Named game lists (``ATARI_57``, ``ATARI_5``, ``ATARI_10``, ``ATARI_100K``).
 scores
     Human-normalized scores from named reference tables, and their aggregates.
+evaluate
+    Score a policy on a suite under a named protocol (``fastatari evaluate``).
 
 Importing fastatari registers ``fastatari/<Name>-v5`` ids with gymnasium (by entry-point
 strings); the modules behind the names above load on first use, so that a worker process
@@ -33,17 +35,19 @@ if TYPE_CHECKING:
     from fastatari import kernels, scores, suites
     from fastatari.env import AtariEnv, AtariPreprocessing
     from fastatari.core.options import AtariOptions
+    from fastatari.evaluation import evaluate
     from fastatari.vector import AtariVectorEnv, make_vec
 
 __version__ = "0.1.0"
 
 __all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "make_vec",
-           "kernels", "scores", "suites", "__version__"]
+           "evaluate", "kernels", "scores", "suites", "__version__"]
 
 # public name -> the module that defines it
 _LAZY = {"AtariEnv": "fastatari.env", "AtariPreprocessing": "fastatari.env",
          "AtariOptions": "fastatari.core.options", "AtariVectorEnv": "fastatari.vector",
-         "make_vec": "fastatari.vector", "kernels": "fastatari.kernels",
+         "make_vec": "fastatari.vector", "evaluate": "fastatari.evaluation",
+         "kernels": "fastatari.kernels",
          "scores": "fastatari.scores", "suites": "fastatari.suites"}
 
 

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
     from fastatari.core.protocols import PROTOCOLS
-    from fastatari.evaluate import SUITES
+    from fastatari.evaluation import SUITES
     from fastatari.scores import DEFAULT_TABLE, tables
 
     evaluate = commands.add_parser(
@@ -75,7 +75,7 @@ def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from fastatari.evaluate import evaluate
+    from fastatari.evaluation import evaluate
     from fastatari.files import check_not_symlink
 
     options = {} if args.max_num_frames_per_episode is None else {

@@ -1,4 +1,4 @@
-"""``fastatari evaluate`` and :func:`fastatari.evaluate.evaluate`: the random policy on Atari-5
+"""``fastatari evaluate`` and :func:`fastatari.evaluate`: the random policy on Atari-5
 end to end (short episodes), the same numbers for the same seed, every game and file written,
 and bad input refused before any env starts."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from fastatari import scores
 from fastatari.cli import main
-from fastatari.evaluate import evaluate
+from fastatari.evaluation import evaluate
 from fastatari.suites import ATARI_5
 
 SHORT = dict(max_num_frames_per_episode=1500)  # episodes of at most 375 steps

@@ -463,7 +463,7 @@ def test_snapshots_travel_between_ray_and_local(cluster):
 
 
 def test_evaluate_on_ray_gives_the_local_numbers(cluster):
-    from fastatari.evaluate import evaluate
+    from fastatari.evaluation import evaluate
 
     kw = dict(episodes=2, seed=3, progress=False, max_num_frames_per_episode=600)
     on_ray = evaluate(["pong", "breakout"], use_ray=True, **kw)
