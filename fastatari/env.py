@@ -14,7 +14,7 @@ from fastatari.core.continuous import (ACTION_HIGH, ACTION_LOW, check_continuous
                                        joystick)
 from fastatari.core.game import AtariGame, FramePipeline, action_index
 from fastatari.core.options import AtariOptions
-from fastatari.core.snapshot import EnvSnapshot, check_snapshots
+from fastatari.core.snapshot import EnvSnapshot, check_snapshots, warn_if_inexact
 from fastatari.core.protocols import apply_protocol
 from fastatari.core.palette import palette_for
 
@@ -153,7 +153,7 @@ class AtariEnv(gymnasium.Env):
         if snapshot.state.pending is not None:
             raise ValueError("this snapshot holds an autoreset its vector env had already run "
                              "(next-step autoreset): restore it into a vector env")
-        snapshot.warn_if_inexact()
+        warn_if_inexact(snapshot.game)
         game.restore(snapshot.state)
 
     def render(self) -> Optional[np.ndarray]:

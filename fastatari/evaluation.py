@@ -227,9 +227,9 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
     if len(set(names)) > 1 and "full_action_space" not in options:
         opts["full_action_space"] = True  # one pool: every game the same (ALE's) actions
     checked = AtariOptions(**opts)
-    num_actions = len(action_names(names[0], checked.full_action_set))
-    if checked.full_action_set and len(set(names)) > 1:
-        num_actions = len(ALE_ACTIONS)  # every game plays ALE's 18 (Skiing's 9 included)
+    # several games play ALE's 18 actions (Skiing's 9 included), one its own set
+    num_actions = (len(ALE_ACTIONS) if len(set(names)) > 1 and checked.full_action_set
+                   else len(action_names(names[0], checked.full_action_set)))
     act = _random_policy(num_actions, seed) if policy is None else load_policy(policy)
     probe = np.zeros((2,) + checked.observation_shape, np.uint8)
     validate.check_actions(act(probe), 2, num_actions)  # a bad policy fails before any env
@@ -275,32 +275,33 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
         if bar is not None:
             bar.close()
 
+    # env order is (seed, game, episode): each game's returns are one slice
+    returns = returns.reshape(seeds, len(names), episodes)
+    lengths = lengths.reshape(seeds, len(names), episodes)
     rng = np.random.default_rng(seed)
     results = []
-    for game in names:
-        mask = np.array([g == game for g in per_env])
-        game_returns = returns[mask].reshape(seeds, episodes)
-        flat = game_returns.ravel()
+    for k, game in enumerate(names):
+        flat = returns[:, k].ravel()
         means = rng.choice(flat, (_BOOTSTRAP, flat.size)).mean(axis=1)
         low, high = np.percentile(means, [2.5, 97.5])
         mean = float(flat.mean())
         hns = [float(scores.human_normalized(game, v, table)) for v in (mean, low, high)]
-        results.append(GameResult(game, game_returns.tolist(),
-                                  lengths[mask].reshape(seeds, episodes).tolist(),
+        results.append(GameResult(game, returns[:, k].tolist(), lengths[:, k].tolist(),
                                   mean, float(low), float(high), *hns))
     evaluation = Evaluation(names, protocol, asdict(checked), episodes, seeds, seed, table,
                             "uniform random" if policy is None else str(policy), results)
-    _aggregate(evaluation, returns, per_env)
+    _aggregate(evaluation, returns)
     return evaluation
 
 
-def _aggregate(evaluation: Evaluation, returns: np.ndarray, per_env: List[str]) -> None:
-    """Median, mean, IQM and optimality gap of the HNS over games, each episode a run, with
-    rliable's stratified-bootstrap intervals; a note instead when rliable is missing."""
+def _aggregate(evaluation: Evaluation, returns: np.ndarray) -> None:
+    """Median, mean, IQM and optimality gap of the HNS over games (``returns``: seeds x games
+    x episodes), each episode a run, with rliable's stratified-bootstrap intervals; a note
+    instead when rliable is missing."""
     if len(evaluation.games) < 2:
         return
-    columns = [scores.human_normalized(game, returns[[g == game for g in per_env]],
-                                       evaluation.table) for game in evaluation.games]
+    columns = [scores.human_normalized(game, returns[:, k].ravel(), evaluation.table)
+               for k, game in enumerate(evaluation.games)]
     try:
         estimates = scores.aggregate(np.stack(columns, axis=1), seed=evaluation.seed)
     except ImportError as error:

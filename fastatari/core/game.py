@@ -545,7 +545,8 @@ class AtariGame:
             emulator=emulator, np_random=self.np_random.bit_generator.state,
             frames=pack_frames(frames.stack, frames.pooled()),
             lives=self.lives, continue_game=self._continue_game,
-            episode=(self._return, self._length, time.perf_counter() - self._t0), held=held)
+            episode=(self._return, self._length, time.perf_counter() - self._t0), held=held,
+            held_frames=repeats if held is not None else 0)
 
     def restore(self, state: GameState) -> None:
         """Put back a :meth:`snapshot` (of a game of this ROM and options: checked by the
@@ -556,8 +557,7 @@ class AtariGame:
         emulator = ale_py.ALEState(state.emulator)
         self.ale.restoreState(emulator)
         if state.held is not None:
-            repeats = sticky.leading_repeats(state.emulator, self.options.repeat_action_probability)
-            sticky.hold_action(self.ale, emulator, state.held, repeats)
+            sticky.hold_action(self.ale, emulator, state.held, state.held_frames)
         self.np_random.bit_generator.state = state.np_random
         np.copyto(frames.stack, stack)
         frames.restore_pooled(pooled)

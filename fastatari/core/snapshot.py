@@ -26,15 +26,15 @@ import ale_py
 
 from fastatari.core.options import AtariOptions
 
-__all__ = ["INEXACT_RESTORE", "EnvSnapshot", "GameState", "PendingReset", "pack_frames",
-           "unpack_frames"]
+__all__ = ["INEXACT_RESTORE", "EnvSnapshot", "GameState", "PendingReset", "check_snapshots",
+           "pack_frames", "unpack_frames", "warn_if_inexact"]
 
 #: Bumped when the snapshot's content changes: older snapshots are then refused.
 FORMAT = 1
 
 
 #: ROMs whose restore ale-py 0.12.1 does not make exact, and what differs: measured over every
-#: ROM ale-py ships (the README's table); :meth:`EnvSnapshot.warn_if_inexact` warns for them.
+#: ROM ale-py ships (the README's table); :func:`warn_if_inexact` warns for them.
 INEXACT_RESTORE: Dict[str, str] = {
     "qbert": "restored into a freshly loaded or just reset emulator (a new process or env), "
              "RAM and screen differ from the first frame, rewards and lives later (ALE does not "
@@ -50,6 +50,14 @@ INEXACT_RESTORE: Dict[str, str] = {
                     "the frame buffer): observations differ when that frame is grabbed "
                     "(frame_skip <= 2)",
 }
+
+
+def warn_if_inexact(game: str) -> None:
+    """A ``UserWarning`` when ALE does not restore ``game`` exactly (:data:`INEXACT_RESTORE`)."""
+    why = INEXACT_RESTORE.get(game)
+    if why is not None:
+        warnings.warn(f"fastatari: {game}'s restore is not exact with ale-py "
+                      f"{ale_py.__version__}: {why}", UserWarning, stacklevel=3)
 
 
 def pack_frames(*frames: np.ndarray) -> bytes:
@@ -91,9 +99,10 @@ class GameState:
     continue_game: bool  # episodic_life: the next reset continues the game
     episode: Tuple[float, int, float]  # the game's raw return, agent steps, seconds so far
     # sticky actions: the action (ALE value, paddle strength) the emulator repeats for the
-    # first frames after this state, which ALE's state leaves out (see fastatari.core.sticky);
-    # None when no frame repeats it
+    # first held_frames frames after this state, which ALE's state leaves out (see
+    # fastatari.core.sticky); None when no frame repeats it
     held: Optional[Tuple[int, float]] = None
+    held_frames: int = 0
     pending: Optional[PendingReset] = None
 
     def parts(self) -> Iterator[bytes]:
@@ -101,7 +110,8 @@ class GameState:
         yield self.emulator
         yield repr(sorted(self.np_random.items())).encode()
         yield self.frames
-        yield repr((self.lives, self.continue_game, self.episode, self.held)).encode()
+        yield repr((self.lives, self.continue_game, self.episode, self.held,
+                    self.held_frames)).encode()
         if self.pending is not None:
             yield self.pending.obs
             yield repr(sorted((key, _plain(value)) for key, value in
@@ -159,21 +169,6 @@ class EnvSnapshot:
         head = repr((self.game, self.options, self.ended, self.seed, self.ale_py_version,
                      self.format)).encode()
         return _digest([head, *self.state.parts()])
-
-    @property
-    def nbytes(self) -> int:
-        """The bytes of its emulator state and packed frames."""
-        pending = self.state.pending
-        return (len(self.state.emulator) + len(self.state.frames)
-                + (len(pending.obs) if pending is not None else 0))
-
-    def warn_if_inexact(self) -> None:
-        """A ``UserWarning`` when ALE does not restore this game exactly
-        (:data:`INEXACT_RESTORE`)."""
-        why = INEXACT_RESTORE.get(self.game)
-        if why is not None:
-            warnings.warn(f"fastatari: {self.game}'s restore is not exact with ale-py "
-                          f"{ale_py.__version__}: {why}", UserWarning, stacklevel=3)
 
     def check(self, game: str, options: AtariOptions) -> None:
         """``ValueError`` unless this is an intact snapshot of ``game`` with ``options``, from

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Sequence
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from fastatari.core.snapshot import FORMAT, EnvSnapshot, check_snapshots
+from fastatari.core.snapshot import FORMAT, EnvSnapshot, check_snapshots, warn_if_inexact
 from fastatari.vector import contract
 from fastatari.vector.contract import Phase, State
 from fastatari.vector.executor import Executor
@@ -85,7 +85,7 @@ class Snapshots:
                 raise ValueError(f"the snapshot for env {i} holds an ended episode awaiting its "
                                  f"autoreset: a same-step vector env has no such state")
         for game in dict.fromkeys(snap.game for snap in snapshots):
-            next(snap for snap in snapshots if snap.game == game).warn_if_inexact()
+            warn_if_inexact(game)
         replies = self.executor.restore([(i, snap.state)
                                          for i, snap in zip(ids.tolist(), snapshots,
                                                             strict=True)])

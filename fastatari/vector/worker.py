@@ -153,9 +153,7 @@ class Worker:
     def _prereset(self) -> None:
         """Reset the envs whose episode ended in the command just answered (next-step mode)."""
         for i in self._to_prereset:
-            staging = self._staging.get(i)
-            if staging is None:
-                staging = self._staging[i] = np.empty_like(self.buffers.obs[i])
+            staging = self._staging_of(i)
             game = self.games[i]
             if game.continues_game:  # the reset pushes onto the stack's older frames
                 np.copyto(staging, self.buffers.obs[i])
@@ -220,12 +218,16 @@ class Worker:
             self._staged.pop(i, None)
             self._game(i, None).restore(state)
             if state.pending is not None:
-                obs = self.buffers.obs[i]
-                staging = self._staging.get(i)
-                if staging is None:
-                    staging = self._staging[i] = np.empty_like(obs)
-                np.copyto(staging, unpack_frames(state.pending.obs, obs.shape)[0])
+                staging = self._staging_of(i)
+                np.copyto(staging, unpack_frames(state.pending.obs, staging.shape)[0])
                 self._staged[i] = dict(state.pending.info)
+
+    def _staging_of(self, i: int) -> np.ndarray:
+        """Env ``i``'s private stack for a reset run ahead (allocated at its first use)."""
+        staging = self._staging.get(i)
+        if staging is None:
+            staging = self._staging[i] = np.empty_like(self.buffers.obs[i])
+        return staging
 
     def render(self, env_ids: Sequence[int]) -> List[Any]:
         return [self._game(i, None).render_rgb() for i in env_ids]
