@@ -18,9 +18,8 @@ else:
     if not DEBUG:
         compile_args.append("-g0")
 
-# What every extension shares: the flags above, csrc/'s headers, numpy's.
+# What every extension shares: the flags above, numpy's headers.
 common = dict(
-    include_dirs=["csrc", np.get_include()],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
     extra_compile_args=compile_args,
 )
@@ -29,16 +28,19 @@ common = dict(
 # built module (it does not scan #includes itself); cythonize follows the .pxd files it cimports.
 extensions = [
     Extension(
-        "fastatari._kernels",
-        sources=["fastatari/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c"],
+        "fastatari.kernels._kernels",
+        sources=["fastatari/kernels/_kernels.pyx", "csrc/fa_plan.c", "csrc/fa_kernels.c"],
         depends=["csrc/fastatari.h", "csrc/fa_impl.h", "csrc/fa_generic.h", "csrc/fa_avx2.h",
-                 "csrc/fa_avx512.h", "fastatari/_csrc.pxd"],
+                 "csrc/fa_avx512.h", "fastatari/kernels/_csrc.pxd"],
+        include_dirs=["csrc", np.get_include()],
         **common,
     ),
     Extension(
         "fastatari.vector._wait",
-        sources=["fastatari/vector/_wait.pyx", "csrc/fa_wait.c"],
-        depends=["csrc/fa_wait.h", "fastatari/_csrc_wait.pxd"],
+        # the transport's C lives beside its one Cython user
+        sources=["fastatari/vector/_wait.pyx", "fastatari/vector/fa_wait.c"],
+        depends=["fastatari/vector/fa_wait.h", "fastatari/vector/fa_wait.pxd"],
+        include_dirs=["fastatari/vector", np.get_include()],
         **common,
     ),
 ]

@@ -23,7 +23,7 @@ import ale_py
 import fastatari
 from fastatari.core.games import camel_name
 from fastatari.core.protocols import protocol_options
-from fastatari.evaluation import SUITES, evaluate
+from fastatari.evaluation.evaluate import SUITES, evaluate
 
 gymnasium.register_envs(ale_py)
 

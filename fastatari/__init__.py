@@ -12,13 +12,21 @@ AtariOptions
 make_vec, AtariVectorEnv
     N games in worker processes over shared memory: a gymnasium ``VectorEnv``.
 kernels
-    The compiled, exact preprocessing kernels.
+    The compiled, exact preprocessing kernels (the ``kernels`` package over ``csrc/``).
 suites
-    Named game lists (``ATARI_57``, ``ATARI_5``, ``ATARI_10``, ``ATARI_100K``).
+    Named game lists (``ATARI_57``, ``ATARI_5``, ``ATARI_10``, ``ATARI_100K``); the public path
+    of ``fastatari.evaluation.suites``.
 scores
-    Human-normalized scores from named reference tables, and their aggregates.
+    Human-normalized scores from named reference tables, and their aggregates; the public path
+    of ``fastatari.evaluation.scores``.
 evaluate
-    Score a policy on a suite under a named protocol (``fastatari evaluate``).
+    Score a policy on a suite under a named protocol (``fastatari evaluate``; defined in
+    ``fastatari.evaluation.evaluate``).
+
+The packages below, from the edge down: ``envpool``, ``ray``, ``evaluation`` and ``tools`` (with
+the modules ``sb3``, ``puffer`` and ``cli``) are front ends and tools; ``vector`` runs N games
+behind one gymnasium vector env; ``core`` drives one ALE game; ``kernels`` is the compiled
+frame pipeline.
 
 Importing fastatari registers ``fastatari/<Name>-v5`` ids with gymnasium (by entry-point
 strings); the modules behind the names above load on first use, so that a worker process
@@ -35,7 +43,7 @@ if TYPE_CHECKING:
     from fastatari import kernels, scores, suites
     from fastatari.env import AtariEnv, AtariPreprocessing
     from fastatari.core.options import AtariOptions
-    from fastatari.evaluation import evaluate
+    from fastatari.evaluation.evaluate import evaluate
     from fastatari.vector import AtariVectorEnv, make_vec
 
 __version__ = "0.1.0"
@@ -46,7 +54,7 @@ __all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "
 # public name -> the module that defines it
 _LAZY = {"AtariEnv": "fastatari.env", "AtariPreprocessing": "fastatari.env",
          "AtariOptions": "fastatari.core.options", "AtariVectorEnv": "fastatari.vector",
-         "make_vec": "fastatari.vector", "evaluate": "fastatari.evaluation",
+         "make_vec": "fastatari.vector", "evaluate": "fastatari.evaluation.evaluate",
          "kernels": "fastatari.kernels",
          "scores": "fastatari.scores", "suites": "fastatari.suites"}
 

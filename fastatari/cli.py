@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:
     from fastatari.bench import BenchConfig
-    from fastatari.play import PlayResult
+    from fastatari.tools.play import PlayResult
 
 DEFAULT_PLOT = os.path.join("bench-results", "vector.png")
 
@@ -37,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
     from fastatari.core.protocols import PROTOCOLS
-    from fastatari.evaluation import SUITES
-    from fastatari.scores import DEFAULT_TABLE, tables
+    from fastatari.evaluation.evaluate import SUITES
+    from fastatari.evaluation.scores import DEFAULT_TABLE, tables
 
     evaluate = commands.add_parser(
         "evaluate", help="score a policy on a suite under a named protocol (human-normalized)",
@@ -75,8 +75,8 @@ def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from fastatari.evaluation import evaluate
-    from fastatari.files import check_not_symlink
+    from fastatari.evaluation.evaluate import evaluate
+    from fastatari.tools.files import check_not_symlink
 
     options = {} if args.max_num_frames_per_episode is None else {
         "max_num_frames_per_episode": args.max_num_frames_per_episode}
@@ -162,7 +162,7 @@ def add_list_command(commands: argparse._SubParsersAction) -> None:
 
 
 def add_play_command(commands: argparse._SubParsersAction) -> None:
-    from fastatari.play import POLICIES
+    from fastatari.tools.play import POLICIES
 
     play = commands.add_parser(
         "play", help="play a game with a random policy; --record writes a video",
@@ -296,7 +296,7 @@ PLAY_OPTIONS = ("frame_skip", "screen_size", "stack_size", "grayscale_obs", "cha
 
 
 def run_play(args: argparse.Namespace) -> int:
-    from fastatari.play import play
+    from fastatari.tools.play import play
 
     # only the flags given, so AtariOptions' defaults stay the single source of them
     options = {name: getattr(args, name) for name in PLAY_OPTIONS

@@ -59,7 +59,7 @@ except ImportError as e:  # pragma: no cover - exercised only without PufferLib
     raise ImportError('fastatari.puffer needs PufferLib: pip install "fastatari[puffer]"') from e
 
 from fastatari.core.schema import GAME_KEY
-from fastatari.vector import AtariVectorEnv
+from fastatari.vector import AtariVectorEnv, make_vec
 
 __all__ = ["AtariPufferEnv", "make"]
 
@@ -94,7 +94,7 @@ def make(game: str | Sequence[str], num_envs: int, buf: Optional[Mapping[str, np
         raise TypeError("fastatari.puffer.make sets autoreset_mode='same_step' and copy=False "
                         "itself (PufferLib's envs reset in the step that ends an episode and "
                         "write into its buffers)")
-    vec = AtariVectorEnv(game, num_envs, autoreset_mode="same_step", copy=False, **options)
+    vec = make_vec(game, num_envs, autoreset_mode="same_step", copy=False, **options)
     try:
         return AtariPufferEnv(vec, buf=buf, seed=seed)
     except BaseException:

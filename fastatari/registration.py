@@ -24,5 +24,5 @@ def register_envs() -> None:
         if env_id in registry:
             continue
         gymnasium.register(id=env_id, entry_point="fastatari.env:AtariEnv",
-                           vector_entry_point="fastatari.vector:AtariVectorEnv",
+                           vector_entry_point="fastatari.vector:make_vec",
                            kwargs={"game": rom})

@@ -49,7 +49,7 @@ except ImportError as e:  # pragma: no cover - exercised only without SB3
 from gymnasium.vector import AutoresetMode
 
 from fastatari.core.schema import GAME_KEY, INFO_FIELDS, STATE_FIELDS
-from fastatari.vector import AtariVectorEnv
+from fastatari.vector import AtariVectorEnv, make_vec
 
 __all__ = ["SB3AtariVecEnv", "make_vec_env"]
 
@@ -85,7 +85,7 @@ def make_vec_env(game: str, n_envs: int, seed: Optional[int] = None,
     if "autoreset_mode" in kwargs or "copy" in kwargs:
         raise TypeError("make_vec_env sets autoreset_mode='same_step' and copy=True itself "
                         "(SB3 keeps references to returned observations)")
-    vec = AtariVectorEnv(game, n_envs, autoreset_mode="same_step", copy=True, **kwargs)
+    vec = make_vec(game, n_envs, autoreset_mode="same_step", copy=True, **kwargs)
     try:
         venv = SB3AtariVecEnv(vec)
     except BaseException:

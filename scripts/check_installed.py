@@ -13,7 +13,8 @@ from pathlib import Path
 
 def main() -> int:
     import fastatari
-    from fastatari import _kernels, kernels
+    from fastatari import kernels
+    from fastatari.kernels import _kernels
     from fastatari.vector import _wait
 
     site = {Path(sysconfig.get_paths()[key]).resolve() for key in ("platlib", "purelib")}

@@ -8,7 +8,7 @@
 #      (not slow tests, not benchmarks) from a copy of tests/ outside the tree, against the
 #      installed package;
 #   4. install the same wheel (built against numpy 2) next to numpy 1.26 and an OpenCV that
-#      supports it, and run tests/test_kernels.py there.
+#      supports it, and run tests/kernels/ there.
 # Everything happens in a temporary directory that is removed at the end; the source tree is only
 # read. Needs: python3 (>=3.10, with venv), tar, readelf, file, strip (binutils), a C compiler, PyPI.
 #
@@ -83,24 +83,25 @@ if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     (cd "$ROOT" && cp --parents -P -t "$SRC" -- "${present[@]}")
 else
     (cd "$ROOT" && tar cf - --exclude=./build --exclude=./dist --exclude='./.venv*' \
-        --exclude='*.so' --exclude='*.pyd' --exclude=./fastatari/_kernels.c \
+        --exclude='*.so' --exclude='*.pyd' --exclude=./fastatari/kernels/_kernels.c \
         --exclude=./fastatari/vector/_wait.c .) | tar xf - -C "$SRC"
 fi
-[[ -f "$SRC/pyproject.toml" && -f "$SRC/fastatari/_kernels.pyx" ]] || fail "incomplete source copy"
+[[ -f "$SRC/pyproject.toml" && -f "$SRC/fastatari/kernels/_kernels.pyx" ]] || fail "incomplete source copy"
 
 # ------------------------------------------------------------------------------------------------
 step "1/6 sdist: build it and check it holds sources only"
 logged sdist "$TOOLS" -m build --sdist --outdir "$WORK/dist" "$SRC"
 SDIST="$(ls "$WORK"/dist/*.tar.gz)"
 tar tzf "$SDIST" >"$WORK/sdist.txt"
-if grep -E '(^|/)fastatari/(_kernels|vector/_wait)\.c$|\.(so|pyd|dylib|dll|o|obj)$' \
+if grep -E '(^|/)fastatari/(kernels/_kernels|vector/_wait)\.c$|\.(so|pyd|dylib|dll|o|obj)$' \
     "$WORK/sdist.txt"; then
     fail "the sdist contains generated or compiled files (listed above)"
 fi
-for need in fastatari/_kernels.pyx fastatari/_csrc.pxd csrc/fastatari.h csrc/fa_kernels.c \
-    csrc/fa_plan.c fastatari/vector/_wait.pyx fastatari/_csrc_wait.pxd csrc/fa_wait.h \
-    csrc/fa_wait.c tests/conftest.py tests/test_kernels.py tests/test_wait.py pyproject.toml \
-    setup.py LICENSE README.md; do
+for need in fastatari/kernels/_kernels.pyx fastatari/kernels/_csrc.pxd csrc/fastatari.h \
+    csrc/fa_kernels.c csrc/fa_plan.c fastatari/vector/_wait.pyx fastatari/vector/fa_wait.pxd \
+    fastatari/vector/fa_wait.h fastatari/vector/fa_wait.c tests/conftest.py \
+    tests/kernels/test_kernels.py tests/vector/test_wait.py pyproject.toml setup.py LICENSE \
+    README.md; do
     grep -q "^[^/]*/$need\$" "$WORK/sdist.txt" || fail "the sdist lacks $need"
 done
 echo "    $(basename "$SDIST"): $(wc -l <"$WORK/sdist.txt") entries," \
@@ -144,7 +145,7 @@ mkdir -p "$WORK/wheel-contents"
 "$TOOLS" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
     "$WHEEL" "$WORK/wheel-contents"
 mapfile -t sos < <(find "$WORK/wheel-contents" -name '*.so*' -type f)
-for module in fastatari/_kernels fastatari/vector/_wait; do
+for module in fastatari/kernels/_kernels fastatari/vector/_wait; do
     compgen -G "$WORK/wheel-contents/$module.*.so" >/dev/null ||
         fail "no compiled module $module in $WHEEL_NAME"
 done
@@ -197,7 +198,7 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info >= (3, 13))'; then
 else
     V1PY="$(venv "$WORK/venv-np1")"
     # opencv-python-headless 4.12 and later require numpy>=2; 4.11.0.86 is the last for numpy 1.x.
-    pipq "$V1PY" "$WHEEL" "numpy==1.26.*" "opencv-python-headless>=4.5,<4.12" "pytest>=7" \
+    pipq "$V1PY" "$WHEEL" "numpy==1.26.*" "opencv-python-headless>=4.5,<4.12" "pytest>=8.2" \
         "hypothesis>=6"
     make_test_dir "$WORK/run-np1"
     check_installed "$V1PY" "$WORK/run-np1"
@@ -205,7 +206,7 @@ else
         import numpy, cv2, fastatari
         assert numpy.__version__.startswith("1.26."), numpy.__version__
         print(f"    numpy {numpy.__version__}, opencv {cv2.__version__}: fastatari imports")')
-    (cd "$WORK/run-np1" && "$V1PY" -m pytest tests/test_kernels.py -m "not slow" \
+    (cd "$WORK/run-np1" && "$V1PY" -m pytest tests/kernels -m "not slow" \
         -p no:cacheprovider --rootdir "$WORK/run-np1" -q) ||
         fail "the kernel tests failed under numpy 1.26"
     NP1="the kernel tests pass on numpy 1.26"

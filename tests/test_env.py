@@ -130,7 +130,7 @@ def test_registration():
     assert "fastatari/Breakout-v5" in ids and "fastatari/Joust-v5" not in ids
     spec = gymnasium.registry["fastatari/Breakout-v5"]
     assert spec.entry_point == "fastatari.env:AtariEnv"
-    assert spec.vector_entry_point == "fastatari.vector:AtariVectorEnv"
+    assert spec.vector_entry_point == "fastatari.vector:make_vec"
     env = gymnasium.make("fastatari/SpaceInvaders-v5", frame_skip=2, stack_size=3)
     assert isinstance(env.unwrapped, AtariEnv)
     assert env.unwrapped.game == "space_invaders"
@@ -277,10 +277,10 @@ def test_worker_imports_only_what_it_runs(tmp_path):
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=tmp_path, env=_same_fastatari()).stdout.split()
     for module in ("fastatari.env", "fastatari.vector.env", "fastatari.vector.pool",
-                   "fastatari.envpool", "fastatari.sb3", "fastatari.bench", "fastatari.episodes",
-                   "cv2", "torch"):
+                   "fastatari.envpool", "fastatari.sb3", "fastatari.bench",
+                   "fastatari.tools.episodes", "cv2", "torch"):
         assert module not in loaded, f"a worker imports {module}"
-    for module in ("numpy", "ale_py", "fastatari.core.game", "fastatari._kernels"):
+    for module in ("numpy", "ale_py", "fastatari.core.game", "fastatari.kernels._kernels"):
         assert module in loaded
 
 

@@ -1,29 +1,13 @@
-"""The throughput harness behind ``fastatari bench``: fastatari against the raw-ALE ceiling,
-gymnasium's reference pipeline, OpenCV/numpy, and other vector envs.
+"""``fastatari bench``: fastatari side by side with what it replaces, on the user's machine.
 
-Modules, each importing only those above it:
-
-``fresh``
-    start-up and memory of one vector env, run as a script in a fresh interpreter (standard
-    library imports only), and gymnasium's reference pipeline;
-``harness``
-    what every section shares: config, contenders, round-robin measurement, the raw-ALE loop,
-    Markdown tables, and :class:`~fastatari.bench.harness.Section`, the interface of a section;
-``load``
-    how many cores other processes took meanwhile, and the warning when the machine was busy;
-``ceiling``
-    the emulation ceiling in parallel: bare loops in processes of their own, run together;
-``systems``
-    the systems under test, opened alike for every section (fastatari, gymnasium, ale_py,
-    EnvPool);
-``sections``
-    the sections, one module each, and their registry (``envs``, ``kernels``, ``vector``,
-    ``transport``, ``trainer``, ``multigame``, ``ray``);
-``runner``
-    runs the chosen sections and builds the report (Markdown and JSON).
-
-``calibrate`` (``python -m fastatari.bench.calibrate``) measures each game's emulation cost
-for the vector env's worker assignment; it is not a section. Needs the ``bench`` extra.
+The kernels against OpenCV/numpy, ``AtariEnv`` against gymnasium's pipeline and the raw-ALE
+ceiling, the vector env against EnvPool, ale_py's ``AtariVectorEnv`` and gymnasium's
+``AsyncVectorEnv`` (throughput, scaling, start-up and memory). Modules, each importing only
+those above it: ``systems`` (the vector envs under test; start-up in a fresh interpreter),
+``harness`` (config, contenders, round-robin rounds, the raw-ALE loop, tables, and
+:class:`Section`), ``ceiling`` (the ceiling's loops in parallel processes), ``sections`` (one
+module per section, registered once), ``runner`` (runs the chosen sections into the report).
+The diagnostics live in the repository's ``benchmarks/``. Needs the ``bench`` extra.
 """
 from fastatari.bench.harness import DEFAULT_SECTIONS, QUICK, BenchConfig, Section
 from fastatari.bench.runner import Report, markdown_report, run_benchmark

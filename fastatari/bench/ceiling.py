@@ -4,7 +4,7 @@ A loop process is started with ``spawn`` (fork is unsafe once thread pools exist
 loop, ``make_loop(*args)`` (a module-level function, so that it pickles), says it is ready,
 then runs round ``r`` on command and sends back ``(r, what the round returned)``; ``None`` or
 a closed pipe ends it. Ctrl-C is the parent's to handle. The ``vector`` section runs
-:class:`ParallelCeiling`; the ``multigame`` section its own loops over every game.
+:func:`parallel_ceiling`; the diagnostics (``benchmarks/``) their own loops.
 """
 from __future__ import annotations
 
@@ -20,14 +20,9 @@ def _serve(conn, make_loop: Callable[..., Callable[[int], Any]], args: tuple) ->
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     run = make_loop(*args)
     conn.send("ready")
-    while True:
-        try:
-            round_index = conn.recv()
-        except EOFError:
-            return
-        if round_index is None:
-            return
-        conn.send((round_index, run(round_index)))
+    with contextlib.suppress(EOFError):
+        while (round_index := conn.recv()) is not None:
+            conn.send((round_index, run(round_index)))
 
 
 class LoopProcesses:
@@ -48,9 +43,8 @@ class LoopProcesses:
                 child.close()
                 self.processes.append(process)
                 self.conns.append(parent)
-            for conn in self.conns:
-                if self._reply(conn) != "ready":
-                    raise RuntimeError("a ceiling process did not start")
+            if any(self._reply(conn) != "ready" for conn in self.conns):
+                raise RuntimeError("a ceiling process did not start")
         except BaseException:
             self.close()
             raise
@@ -68,17 +62,13 @@ class LoopProcesses:
         """Round ``round_index`` in every process at once; what each returned, in order."""
         for conn in self.conns:
             conn.send(round_index)
-        replies = []
-        for conn in self.conns:
-            index, value = self._reply(conn)
-            if index != round_index:
-                raise RuntimeError(f"a ceiling process answered round {index}, "
-                                   f"expected {round_index}")
-            replies.append(value)
-        return replies
+        replies = [self._reply(conn) for conn in self.conns]
+        if any(index != round_index for index, _ in replies):
+            raise RuntimeError(f"a ceiling process answered another round than {round_index}")
+        return [value for _, value in replies]
 
     def close(self) -> None:
-        """Ask every process to stop, then make sure it is gone."""
+        """Ask every process to stop, then make sure it is gone. Safe to call again."""
         for conn in self.conns:
             with contextlib.suppress(OSError, ValueError):
                 conn.send(None)
@@ -92,23 +82,11 @@ class LoopProcesses:
         self.processes, self.conns = [], []
 
 
-class ParallelCeiling:
-    """``processes`` bare loops (:func:`fastatari.bench.harness.bare_loop`) of the config's
-    game, ``vector_steps`` agent steps in all per round; a round's rate is all their steps over
-    the wall time of the slowest."""
-
-    def __init__(self, config: BenchConfig, processes: int) -> None:
-        steps = max(1, config.vector_steps // processes)
-        self.units = steps * processes  # agent steps per round, all processes together
-        self.loops = LoopProcesses(
-            bare_loop, [(config.game, config.seed + k, config.rounds, steps)
-                        for k in range(processes)], "fastatari-bench-ceiling")
-
-    def __len__(self) -> int:
-        return len(self.loops)
-
-    def run(self, round_index: int) -> None:
-        self.loops.run(round_index)
-
-    def close(self) -> None:
-        self.loops.close()
+def parallel_ceiling(config: BenchConfig, processes: int) -> tuple[LoopProcesses, int]:
+    """``processes`` bare loops (:func:`~fastatari.bench.harness.bare_loop`) of the config's
+    game, ``vector_steps`` agent steps in all per round (returned with them): a round's rate is
+    all their steps over the wall time of the slowest."""
+    steps = max(1, config.vector_steps // processes)
+    return LoopProcesses(bare_loop, [(config.game, config.seed + k, config.rounds, steps)
+                                     for k in range(processes)],
+                         "fastatari-bench-ceiling"), steps * processes

@@ -1,34 +1,25 @@
-"""What every section of ``fastatari bench`` shares: the config, contenders and their
-round-robin measurement, the raw-ALE loop, the Markdown tables, and :class:`Section`, the one
-interface a section implements.
+"""What every section shares: the config, contenders timed round-robin, the raw-ALE loop,
+Markdown tables, and :class:`Section`, the one interface a section implements.
 
-Every contender runs a fixed amount of work per round, rounds go round-robin over all
-contenders (so a slow spell of a noisy machine hits each of them alike), and the report keeps
-medians. Ratios to the ceiling are taken round by round, against the ceiling measured in the
-same round.
-
-The sections are the modules of :mod:`fastatari.bench.sections`, each registered there once;
-:mod:`fastatari.bench.runner` runs the chosen ones and builds the report. Needs the ``bench``
-extra (OpenCV; gymnasium's AtariPreprocessing imports it too).
+Every contender runs a fixed amount of work per round; rounds go round-robin over all
+contenders (a slow spell of a noisy machine hits each alike); the report keeps medians, and
+ratios to the ceiling are taken round by round, against the same round's ceiling.
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 import numpy as np
 
+from fastatari.bench.systems import FRAME_SKIP, TIMEOUT  # noqa: F401 - shared from here
 from fastatari.core.games import resolve_game
 
-FRAME_SKIP = 4
 MAX_FRAMES_PER_EPISODE = 108_000  # the v5 default, so the ceiling truncates like the envs do
-TIMEOUT = 120.0  # seconds any one wait may take before the harness gives up
-CEILING_ONE_CORE = "raw ALE, 1 core"
-
-# what a bare ``fastatari bench`` runs; the other sections are diagnostics, asked for by name
-DEFAULT_SECTIONS = ("envs", "kernels", "vector")
+DEFAULT_SECTIONS = ("envs", "kernels", "vector")  # what a bare ``fastatari bench`` runs
 
 
 @dataclass(frozen=True)
@@ -39,20 +30,29 @@ class BenchConfig:
     kernel_calls: int = 2_000  # calls per round, for each kernel contender
     seed: int = 0
     sections: tuple[str, ...] = DEFAULT_SECTIONS
-    vector_steps: int = 4_096  # vector section: agent steps per round, for each system
+    vector_steps: int = 4_096  # vector envs: agent steps per round, for each system
     vector_envs: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # vector section: scaling
-    startup_repeats: int = 3  # vector section: fresh interpreters per system, for start-up
+    startup_repeats: int = 3  # fresh interpreters per system, for start-up and memory
     quick: bool = False  # a smoke run (``--quick``): sections with a grid cut it to a few rows
+
+    @property
+    def rom(self) -> str:
+        return resolve_game(self.game)
 
 
 QUICK = {"rounds": 3, "steps": 300, "kernel_calls": 300, "vector_steps": 512,
          "vector_envs": (1, 8, 32), "startup_repeats": 1, "quick": True}
 
 
-class Progress(Protocol):
-    def update(self, n: int = 1) -> Any: ...
+def usable_cores() -> int:
+    """The CPUs this process may run on (what ``make_vec`` gives a worker each by default)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
-    def close(self) -> Any: ...
+
+Progress = Any  # tqdm-like: update(n), close(), optionally set_description_str(text)
 
 
 def advance(bar: Progress | None, units: int) -> None:
@@ -72,7 +72,7 @@ class Contender:
     section: str
     name: str
     units_per_round: int  # agent steps or kernel calls
-    run: Callable[[int], None]  # runs one round; the argument is the round index (0 = warm-up)
+    run: Callable[[int], Any]  # runs one round; the argument is the round index (0 = warm-up)
     note: str = ""
     comparison: str = ""  # kernels: which pair of pipelines this belongs to
     implementation: str = ""  # kernels: what it calls
@@ -85,35 +85,35 @@ class Contender:
 
 @dataclass(frozen=True)
 class Plan:
-    """A chosen section's work, planned from the config before anything is timed."""
+    """A chosen section's work, planned before anything is timed: progress-bar units, and
+    ``run(bar)``, which returns the section's result."""
 
-    units: int  # progress-bar units it will report
-    run: Callable[[Progress | None], Any]  # runs the section; returns its result
+    units: int
+    run: Callable[[Progress | None], Any]
 
 
 @dataclass(frozen=True)
 class Contenders:
-    """A chosen section's contenders, built, and how its result comes from their timings."""
+    """A chosen section's contenders, built, and ``summarise(seconds by name)``: its result."""
 
     contenders: list[Contender]
-    summarise: Callable[[dict[str, list[float]]], Any]  # seconds by contender name -> result
+    summarise: Callable[[dict[str, list[float]]], Any]
 
 
 @dataclass(frozen=True)
 class Section:
-    """One section of ``fastatari bench``: what ``--section NAME`` measures and reports.
+    """One section: what ``--section NAME`` measures and reports.
 
     A section gives exactly one of ``plan`` (it runs its own rounds) and ``contenders`` (a
-    flat list of contenders: the runner times them with every other such section's,
-    round-robin, in one pass, so that a slow spell of the machine hits them all alike). Either
-    is called only when the section was chosen. ``markdown`` renders the section's result,
+    flat list: the runner times them with every other such section's, round-robin, in one
+    pass). Either is called only when the section was chosen. ``markdown`` renders the result,
     given the report's config as a dict. ``json`` gives the report's top-level JSON keys for
     the result, or for ``None`` when the section did not run; by default one key, the
     section's name, holding the result (a dataclass) as a dict, or ``None``.
     """
 
     name: str
-    help: str  # one line, for ``fastatari bench --help``
+    help: str  # one line, for ``--help``
     markdown: Callable[[Any, dict[str, Any]], str]
     plan: Callable[[BenchConfig], Plan] | None = None
     contenders: Callable[[BenchConfig], Contenders] | None = None
@@ -133,7 +133,7 @@ class Section:
 
 
 def open_ale(game: str, seed: int):
-    """An ALEInterface on ``game`` with sticky actions off, as the benchmarks need it."""
+    """An ALEInterface on ``game`` with sticky actions off."""
     import ale_py
     from ale_py import roms
 
@@ -146,41 +146,11 @@ def open_ale(game: str, seed: int):
     return ale
 
 
-def draw_actions(seed: int, num_actions: int, rounds: int, steps: int) -> list[list[int]]:
-    """One row of action indices per round (row 0 is the warm-up), drawn before any timing."""
+def draw_actions(seed: int, num_actions: int, rounds: int, *shape: int) -> np.ndarray:
+    """Action indices (int32) of ``shape`` per round (row 0 is the warm-up), drawn before any
+    timing."""
     rng = np.random.default_rng(seed)
-    return rng.integers(num_actions, size=(rounds + 1, steps)).tolist()
-
-
-def draw_vector_actions(config: BenchConfig, num_actions: int,
-                        shape: tuple[int, ...]) -> np.ndarray:
-    """A vector env's action indices (int32), ``shape`` per round (row 0 is the warm-up),
-    drawn before any timing from the config's seed."""
-    rng = np.random.default_rng(config.seed)
-    return rng.integers(num_actions, size=(config.rounds + 1, *shape), dtype=np.int32)
-
-
-def bare_loop(game: str, seed: int, rounds: int, steps: int) -> Callable[[int], None]:
-    """The emulation ceiling: ``run(round)`` plays ``steps`` agent steps of FRAME_SKIP bare
-    ``ale.act`` calls each, no preprocessing, resetting on game over."""
-    ale = open_ale(game, seed)
-    action_set = ale.getMinimalActionSet()
-    rows = draw_actions(seed, len(action_set), rounds, steps)
-    actions = [[action_set[index] for index in row] for row in rows]
-
-    def run(round_index: int) -> None:
-        for action in actions[round_index % len(actions)]:
-            bare_step(ale, action)
-
-    return run
-
-
-def one_core_ceiling(section: str, config: BenchConfig, steps: int) -> Contender:
-    """The ceiling on one core: a bare loop of ``steps`` agent steps per round, in this
-    process."""
-    return Contender(section, CEILING_ONE_CORE, steps,
-                     bare_loop(config.game, config.seed, config.rounds, steps),
-                     note="one bare 4× ale.act loop in the main process")
+    return rng.integers(num_actions, size=(rounds + 1, *shape), dtype=np.int32)
 
 
 def bare_step(ale, action) -> None:
@@ -191,15 +161,28 @@ def bare_step(ale, action) -> None:
         ale.reset_game()
 
 
+def bare_loop(game: str, seed: int, rounds: int, steps: int) -> Callable[[int], None]:
+    """The emulation ceiling: ``run(round)`` plays ``steps`` agent steps of :func:`bare_step`,
+    random actions, no preprocessing."""
+    ale = open_ale(game, seed)
+    action_set = ale.getMinimalActionSet()
+    rows = draw_actions(seed, len(action_set), rounds, steps).tolist()
+    actions = [[action_set[index] for index in row] for row in rows]
+
+    def run(round_index: int) -> None:
+        for action in actions[round_index % len(actions)]:
+            bare_step(ale, action)
+
+    return run
+
+
 # --- Measuring -----------------------------------------------------------------------------------
 
 
 def measure(contenders: list[Contender], rounds: int,
             progress: Progress | None = None) -> dict[str, list[float]]:
     """Seconds per unit of work, one sample per round, contenders interleaved round-robin.
-
-    Round 0 is an untimed warm-up (first-call costs: resize tables, imports, page faults).
-    """
+    Round 0 is an untimed warm-up (first-call costs: resize tables, imports, page faults)."""
     seconds: dict[str, list[float]] = {contender.name: [] for contender in contenders}
     for round_index in range(rounds + 1):
         for contender in contenders:
@@ -208,8 +191,7 @@ def measure(contenders: list[Contender], rounds: int,
             elapsed = time.perf_counter() - start
             if round_index:
                 seconds[contender.name].append(elapsed / contender.units_per_round)
-            if progress is not None:
-                progress.update(1)
+            advance(progress, 1)
     return seconds
 
 
@@ -218,21 +200,32 @@ def median_ratio(numerators: list[float], denominators: list[float]) -> float:
     return statistics.median(n / d for n, d in zip(numerators, denominators, strict=False))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Rate:
-    """A contender's agent steps/s from its seconds per step, one sample per round."""
+    """A system's agent steps/s from its seconds per step, one sample per round."""
 
+    system: str
     steps_per_s: float  # median over rounds
     frames_per_s: float
     ratio_to_ceiling: float  # per round against the same round's ceiling, median; NaN without
-    rounds_steps_per_s: list[float]
+    note: str
+    rounds_steps_per_s: list[float]  # one per round, to judge the noise
+    num_envs: int = 1
 
 
-def rate(samples: list[float], ceiling: list[float] | None) -> Rate:
+def rate(samples: list[float], ceiling: list[float] | None, system: str = "", note: str = "",
+         num_envs: int = 1) -> Rate:
     steps_per_s = 1.0 / statistics.median(samples)
-    return Rate(steps_per_s, steps_per_s * FRAME_SKIP,
-                median_ratio(ceiling, samples) if ceiling else float("nan"),
-                [1.0 / sample for sample in samples])
+    return Rate(system, steps_per_s, steps_per_s * FRAME_SKIP,
+                median_ratio(ceiling, samples) if ceiling else float("nan"), note,
+                [1.0 / sample for sample in samples], num_envs)
+
+
+def rates(contenders: list[Contender], seconds: dict[str, list[float]], ceiling: str,
+          num_envs: int = 1) -> list[Rate]:
+    """Each contender's :class:`Rate`, against the contender named ``ceiling``."""
+    return [rate(seconds[c.name], seconds.get(ceiling), c.name, c.note, num_envs)
+            for c in contenders]
 
 
 # --- Markdown ------------------------------------------------------------------------------------
@@ -247,8 +240,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def rate_rows(results: list[Any]) -> list[list[str]]:
-    """Rows under :data:`RATE_HEADER` for results with those fields (system, steps_per_s,
-    frames_per_s, ratio_to_ceiling, note)."""
+def rate_rows(results: list[Rate]) -> list[list[str]]:
+    """Rows under :data:`RATE_HEADER`."""
     return [[r.system, f"{r.steps_per_s:,.0f}", f"{r.frames_per_s:,.0f}",
              f"{r.ratio_to_ceiling:.2f}", r.note] for r in results]

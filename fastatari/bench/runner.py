@@ -1,9 +1,9 @@
-"""Runs the chosen sections of ``fastatari bench`` and builds the report.
+"""Runs the chosen sections and builds the report (Markdown and JSON).
 
-Every section comes from the registry (:mod:`fastatari.bench.sections`), in its order. The
-contenders of the sections that are flat lists of them (``envs``, ``kernels``) are built first
-and timed together, round-robin; then every other chosen section runs its own rounds, under
-the same progress bar. This module sits above the sections, so none imports its caller.
+Sections come from a registry (``fastatari bench``'s, :mod:`fastatari.bench.sections`, by
+default; ``benchmarks/`` passes its own), in its order. The contenders of the sections that
+are flat lists of them (``envs``, ``kernels``) are built first and timed together,
+round-robin; then every other chosen section runs its own rounds, under the same progress bar.
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fastatari import kernels
-from fastatari.bench.harness import FRAME_SKIP, BenchConfig, Contenders, Progress, Section, measure
+from fastatari.bench.harness import (FRAME_SKIP, BenchConfig, Contenders, Progress, Section,
+                                     measure, usable_cores)
 from fastatari.bench.sections import REGISTRY
-from fastatari.vector.placement import usable_cores
 
 
 @dataclass
@@ -85,38 +85,21 @@ def markdown_report(report: Report) -> str:
     return "\n\n".join(parts)
 
 
-# --- The machine ---------------------------------------------------------------------------------
-
-
 def environment_info() -> dict[str, Any]:
     import ale_py
     import cv2
     import gymnasium
 
-    return {
-        "ale_py": ale_py.__version__,
-        "gymnasium": gymnasium.__version__,
-        "opencv": cv2.__version__,
-        "opencv_threads": cv2.getNumThreads(),
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "usable_cpus": usable_cores(),
-        "simd_path": kernels.simd_path(),
-        "simd_available": kernels.simd_available(),
-        "frame_skip": FRAME_SKIP,
-        "mode": "sync, 1 env, 1 process",
-    }
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo
+                    if line.startswith("model name")), cpu)
+    return {"ale_py": ale_py.__version__, "gymnasium": gymnasium.__version__,
+            "opencv": cv2.__version__, "opencv_threads": cv2.getNumThreads(),
+            "numpy": np.__version__, "python": platform.python_version(), "cpu": cpu,
+            "cpu_count": os.cpu_count(), "usable_cpus": usable_cores(),
+            "simd_path": kernels.simd_path(), "simd_available": kernels.simd_available(),
+            "frame_skip": FRAME_SKIP}
 
 
 def environment_line(report: Report) -> str:
@@ -124,5 +107,4 @@ def environment_line(report: Report) -> str:
     return (f"ale-py {env['ale_py']}, gymnasium {env['gymnasium']}, OpenCV {env['opencv']} "
             f"({env['opencv_threads']} threads), {env['cpu']}, {env['cpu_count']} CPUs "
             f"({env['usable_cpus']} usable), SIMD {env['simd_path']} "
-            f"(available: {', '.join(env['simd_available'])}), {env['mode']}, "
-            f"frame_skip {env['frame_skip']}")
+            f"(available: {', '.join(env['simd_available'])}), frame_skip {env['frame_skip']}")

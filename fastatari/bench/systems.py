@@ -1,129 +1,144 @@
-"""The systems under test, opened the same way for every section.
+"""The vector envs under test, opened alike for every section; run as a script, one system's
+start-up and memory in a fresh interpreter.
 
-One env: ``fastatari.AtariEnv`` and gymnasium's reference pipeline. Vector envs, reset and
-wrapped in :class:`Opened`: fastatari's ``make_vec``, gymnasium's ``AsyncVectorEnv`` over the
-reference pipeline, ale_py's ``AtariVectorEnv`` and EnvPool, all with Breakout-style settings
-(sticky actions off, frame skip 4, 84×84 gray, stack 4, noop_max 30, no reward clipping, no
-fire reset, no episodic life). :mod:`fastatari.bench.fresh` opens the same systems in a fresh
-interpreter, with the same settings, for start-up and memory.
+:data:`VECTOR_SYSTEMS`: gymnasium's ``AsyncVectorEnv`` over the reference pipeline
+(:func:`gymnasium_reference_env`), ``fastatari.make_vec``, ale_py's ``AtariVectorEnv`` and EnvPool,
+all with Breakout-style settings: sticky actions off, frame skip 4, 84×84 gray, stack 4,
+noop_max 30, no reward clipping, no fire reset, no episodic life.
+
+The ``vector`` section runs this file by its path, never with ``-m`` (that would import
+fastatari, gymnasium and ale_py first): each system pays its own imports, from the same bare
+start. So nothing but the standard library is imported at the top. It prints one JSON object::
+
+    python fastatari/bench/systems.py SYSTEM NUM_ENVS ROM SEED THREADS
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from importlib.util import find_spec
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
+if __name__ == "__main__":  # sys.path[0] is fastatari/bench/: the folder above fastatari/ instead
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from fastatari.bench.fresh import gymnasium_reference_env
-from fastatari.bench.harness import FRAME_SKIP, TIMEOUT, BenchConfig
-from fastatari.core.games import camel_name, resolve_game
-
-# --- One env -------------------------------------------------------------------------------------
-
-
-def fastatari_env(config: BenchConfig):
-    import fastatari
-
-    return fastatari.AtariEnv(config.game, repeat_action_probability=0.0)
+FRAME_SKIP = 4
+TIMEOUT = 120.0  # seconds any one wait may take before the harness gives up
+VECTOR_SYSTEMS = ("gymnasium", "fastatari", "ale_py", "envpool")  # gymnasium forks: first
 
 
-def gymnasium_env_id(game: str) -> str:
-    """ale_py's gymnasium id for ``game``, e.g. ``ALE/Breakout-v5``."""
-    return f"ALE/{camel_name(resolve_game(game))}-v5"
+def gymnasium_id(rom: str) -> str:
+    """ale_py's gymnasium id of a ROM id: ``space_invaders`` → ``ALE/SpaceInvaders-v5``."""
+    return f"ALE/{rom.title().replace('_', '')}-v5"
 
 
-def gymnasium_env(config: BenchConfig):
-    """gymnasium's reference pipeline on the config's game (see
-    :func:`fastatari.bench.fresh.gymnasium_reference_env`)."""
-    return gymnasium_reference_env(gymnasium_env_id(config.game))
+def gymnasium_reference_env(rom: str):
+    """gymnasium's reference pipeline: ale_py's v5 env with no frame skip and sticky actions
+    off, ``AtariPreprocessing``'s defaults (frame skip 4, noop_max 30, 84×84 gray,
+    max-pooling), then 4 frames stacked."""
+    import ale_py
+    import gymnasium
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-
-# --- Vector envs ---------------------------------------------------------------------------------
+    gymnasium.register_envs(ale_py)
+    base = gymnasium.make(gymnasium_id(rom), frameskip=1, repeat_action_probability=0.0)
+    return FrameStackObservation(AtariPreprocessing(base), 4)
 
 
 @dataclass
 class Opened:
-    """A vector env, reset, and how to close it."""
+    """A vector env, reset, and what the sections need of it."""
 
     env: Any
     num_envs: int
     num_actions: int
-    step: Callable[[np.ndarray], Any]
+    step: Callable[[Any], Any]
     close: Callable[[], None]
-    sending: bool = False  # async: every env has a step in flight
+    pids: list[int] = field(default_factory=list)  # its worker processes, if any
     batch_size: int | None = None  # async: envs one ``recv`` returns
+    sending: bool = False  # async: every env has a step in flight
 
 
-def _opened(env: Any, num_envs: int, num_actions: int, reset: Callable[[], Any],
-            step: Callable[[np.ndarray], Any], close: Callable[[], None]) -> Opened:
+def opened(env: Any, num_envs: int, reset: Callable[[], Any], **fields: Any) -> Opened:
+    """``env`` after ``reset()``, closed if that raises; ``fields``: more of :class:`Opened`
+    (``step`` and ``close`` are the env's unless given)."""
+    fields = {"step": env.step, "close": env.close, **fields}
     try:
         reset()
     except BaseException:
-        close()
+        fields["close"]()
         raise
-    return Opened(env, num_envs, num_actions, step, close)
+    space = getattr(env, "single_action_space", env.action_space)
+    return Opened(env, num_envs, int(space.n), **fields)
 
 
-def open_fastatari(config: BenchConfig, num_envs: int, num_workers: int | None = None,
-                   batch_size: int | None = None, env_class: type | None = None,
-                   **keywords: Any) -> Opened:
-    """fastatari's vector env (``env_class``: a subclass, e.g. over another executor);
-    ``keywords``: more of its keywords (``copy``, ``timeout``: :data:`TIMEOUT` unless
-    given)."""
-    from fastatari.vector import AtariVectorEnv
-
-    keywords.setdefault("timeout", TIMEOUT)
-    env = (env_class or AtariVectorEnv)(config.game, num_envs, num_workers=num_workers,
-                                        batch_size=batch_size, repeat_action_probability=0.0,
-                                        **keywords)
-    opened = _opened(env, num_envs, int(env.single_action_space.n),
-                     lambda: env.reset(seed=config.seed), env.step, env.close)
-    opened.batch_size = env.batch_size
-    return opened
+# ale_py's and EnvPool's keywords for what fastatari's defaults mean (theirs clip rewards, ...)
+SHARED = dict(repeat_action_probability=0.0, noop_max=30, stack_num=4, img_height=84,
+              img_width=84, use_fire_reset=False, episodic_life=False)
 
 
-def open_gymnasium_async(config: BenchConfig, num_envs: int) -> Opened:
-    import functools
+def vector_maker(system: str, rom: str, num_envs: int, threads: int, seed: int,
+                 **keywords: Any) -> Callable[[], Opened]:
+    """Import what ``system`` needs; return what builds it, with ``threads`` threads or worker
+    processes, and resets it with ``seed``. ``keywords``: more of its own (fastatari:
+    ``batch_size``, ``copy``, ``timeout``; EnvPool: ``batch_size``, reset with ``async_reset``:
+    every env in flight)."""
+    if system == "fastatari":
+        from fastatari.vector import make_vec
 
-    from gymnasium.vector import AsyncVectorEnv
+        def make() -> Opened:
+            env = make_vec(rom, num_envs, num_workers=threads, repeat_action_probability=0.0,
+                           **{"timeout": TIMEOUT, **keywords})
+            return opened(env, num_envs, lambda: env.reset(seed=seed),
+                          pids=list(env.worker_pids), batch_size=env.batch_size)
+    elif system == "gymnasium":
+        import functools
 
-    # gymnasium's default context (fork on Linux), as its users get it
-    make = functools.partial(gymnasium_reference_env, gymnasium_env_id(config.game))
-    env = AsyncVectorEnv([make] * num_envs)
+        import ale_py  # noqa: F401 - imported here, so that the import is timed
+        import cv2  # noqa: F401
+        from gymnasium.vector import AsyncVectorEnv
 
-    def step(actions: np.ndarray) -> Any:
-        env.step_async(actions)
-        return env.step_wait(timeout=TIMEOUT)
+        def make() -> Opened:  # gymnasium's default context (fork on Linux), as users get it
+            env = AsyncVectorEnv([functools.partial(gymnasium_reference_env, rom)] * num_envs)
+            return opened(env, num_envs, lambda: env.reset(seed=seed),
+                          close=lambda: env.close(terminate=True),
+                          pids=[p.pid for p in env.processes])
+    elif system == "ale_py":
+        import ale_py
+        from ale_py.vector_env import AtariVectorEnv
 
-    def close() -> None:
-        try:
-            env.close(timeout=TIMEOUT)
-        except Exception:  # noqa: BLE001 - e.g. workers gone after a Ctrl-C to the group
-            env.close(terminate=True)
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 
-    return _opened(env, num_envs, int(env.single_action_space.n),
-                   lambda: env.reset(seed=config.seed), step, close)
+        def make() -> Opened:
+            env = AtariVectorEnv(rom, num_envs, num_threads=threads, grayscale=True,
+                                 frameskip=FRAME_SKIP, maxpool=True, reward_clipping=False,
+                                 **SHARED)
+            return opened(env, num_envs, lambda: env.reset(seed=seed))
+    elif system == "envpool":
+        import envpool
+
+        def make() -> Opened:
+            env = envpool.make(gymnasium_id(rom)[4:], env_type="gymnasium", num_envs=num_envs,
+                               num_threads=threads, seed=seed, gray_scale=True,
+                               frame_skip=FRAME_SKIP, reward_clip=False, **SHARED, **keywords)
+            batch = keywords.get("batch_size")
+            return opened(env, num_envs, env.reset if batch is None else env.async_reset,
+                          batch_size=batch, sending=batch is not None)
+    else:
+        raise ValueError(f"unknown system {system!r}; one of {VECTOR_SYSTEMS}")
+    return make
 
 
-def open_ale_vector(config: BenchConfig, num_envs: int, num_threads: int) -> Opened:
-    import ale_py
-    from ale_py.vector_env import AtariVectorEnv
-
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-    # the options fastatari's defaults mean; ale_py's own defaults clip rewards and press FIRE
-    env = AtariVectorEnv(resolve_game(config.game), num_envs, num_threads=num_threads,
-                         repeat_action_probability=0.0, noop_max=30, stack_num=4,
-                         img_height=84, img_width=84, grayscale=True, frameskip=FRAME_SKIP,
-                         maxpool=True, reward_clipping=False, use_fire_reset=False,
-                         episodic_life=False)
-    return _opened(env, num_envs, int(env.single_action_space.n),
-                   lambda: env.reset(seed=config.seed), env.step, env.close)
+def open_vector(system: str, rom: str, num_envs: int, threads: int, seed: int,
+                **keywords: Any) -> Opened:
+    """``system`` built and reset (see :func:`vector_maker`)."""
+    return vector_maker(system, rom, num_envs, threads, seed, **keywords)()
 
 
 def envpool_version() -> str | None:
-    if find_spec("envpool") is None:
-        return None
+    """EnvPool's version, None if it is not installed or does not import."""
     try:
         import envpool
     except Exception:  # noqa: BLE001 - a broken install is reported as missing
@@ -131,20 +146,69 @@ def envpool_version() -> str | None:
     return getattr(envpool, "__version__", "unknown")
 
 
-def open_envpool(config: BenchConfig, num_envs: int, num_threads: int,
-                 batch_size: int | None = None) -> Opened:
-    """EnvPool, reset; with ``batch_size`` (async), reset with ``async_reset``: every env is
-    then in flight, and ``recv`` returns the first ``batch_size`` to finish."""
-    import envpool
+# --- Start-up and memory, in this fresh interpreter ----------------------------------------------
 
-    batch = {} if batch_size is None else {"batch_size": batch_size}
-    env = envpool.make(f"{camel_name(resolve_game(config.game))}-v5", env_type="gymnasium",
-                       num_envs=num_envs, num_threads=num_threads, seed=config.seed,
-                       repeat_action_probability=0.0, noop_max=30, stack_num=4,
-                       img_height=84, img_width=84, gray_scale=True, frame_skip=FRAME_SKIP,
-                       reward_clip=False, use_fire_reset=False, episodic_life=False, **batch)
-    opened = _opened(env, num_envs, int(env.action_space.n),
-                     env.reset if batch_size is None else env.async_reset, env.step, env.close)
-    opened.batch_size = batch_size or num_envs
-    opened.sending = batch_size is not None
-    return opened
+
+def proc_kb(pid: int, name: str = "VmRSS", file: str = "status") -> int:
+    """A field in kB of ``/proc/<pid>/<file>``: VmRSS of ``status``, Pss of ``smaps_rollup``
+    (shared pages split among the processes mapping them); 0 if the process is gone."""
+    try:
+        with open(f"/proc/{pid}/{file}") as lines:
+            for line in lines:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root``: workers, forkservers, resource trackers."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()  # comm may hold spaces
+        except OSError:
+            continue
+        if fields[0] != "Z":  # zombies hold no memory
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, queue = [], [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def measure_startup(system: str, num_envs: int, rom: str, seed: int, threads: int) -> dict:
+    """Import ``system``, then build ``num_envs`` envs and reset them, timed; with the memory
+    of this process and of every process below it."""
+    me = os.getpid()
+    start = time.perf_counter()
+    make = vector_maker(system, rom, num_envs, threads, seed)
+    import_s = time.perf_counter() - start
+    rss_before, pss_before = proc_kb(me), proc_kb(me, "Pss", "smaps_rollup")
+    start = time.perf_counter()
+    opened = make()
+    try:
+        startup_s = time.perf_counter() - start
+        others = descendants(me)
+        missing = sorted(set(opened.pids) - set(others))
+        if missing:
+            raise RuntimeError(f"worker pids {missing} are not children of {me}")
+        pss = sum(proc_kb(pid, "Pss", "smaps_rollup") for pid in [me, *others])
+        return {"system": system, "num_envs": num_envs, "import_s": import_s,
+                "startup_s": startup_s, "processes": 1 + len(others),
+                "main_rss_delta_mb": (proc_kb(me) - rss_before) / 1024,
+                "children_rss_mb": sum(proc_kb(pid) for pid in others) / 1024,
+                "pss_delta_mb": (pss - pss_before) / 1024}
+    finally:
+        opened.close()
+
+
+if __name__ == "__main__":
+    name, envs, rom_id, seed_text, thread_count = sys.argv[1:6]
+    print(json.dumps(measure_startup(name, int(envs), rom_id, int(seed_text), int(thread_count))))

@@ -23,9 +23,25 @@ from ale_py import roms
 from fastatari.core.games import game_ids, resolve_game
 from fastatari.core.options import AtariOptions
 
-__all__ = ["RomFacts", "known_facts", "loaded_facts", "read_facts", "write_table"]
+__all__ = ["EnlargedScreen", "RomFacts", "known_facts", "loaded_facts", "read_facts",
+           "write_table"]
 
 TABLE_FILE = os.path.join(os.path.dirname(__file__), "rom_facts.json")
+
+
+class EnlargedScreen(ValueError):
+    """An observation larger than the ROM's screen (fastatari only downscales); a front end
+    may name the sizes as its users write them."""
+
+    def __init__(self, rom: str, size: Tuple[int, int], screen: Tuple[int, int]) -> None:
+        self.rom, self.size, self.screen = rom, size, screen  # (width, height) both
+        super().__init__(self.describe(f"screen_size {size} (width, height)"))
+
+    def describe(self, given: str) -> str:
+        """The message, with the requested size as ``given`` words."""
+        w, h = self.screen
+        return (f"{given} would enlarge {self.rom}'s {w}x{h} screen; fastatari only "
+                f"downscales (INTER_AREA)")
 
 
 @dataclass(frozen=True)
@@ -53,9 +69,7 @@ class RomFacts:
                              f"has actions {list(actions)}")
         h, w = self.screen
         if options.width > w or options.height > h:
-            raise ValueError(f"screen_size {(options.width, options.height)} (width, height) "
-                             f"would enlarge {self.rom}'s {w}x{h} screen; fastatari only "
-                             f"downscales (INTER_AREA)")
+            raise EnlargedScreen(self.rom, (options.width, options.height), (w, h))
         if options.mode is not None and options.mode not in self.modes:
             raise ValueError(f"mode must be one of {list(self.modes)} for {self.rom}, "
                              f"got {options.mode}")

@@ -72,10 +72,12 @@ from fastatari.envpool.gymnasium_api import EnvPoolAtari
 from fastatari.envpool.spec import ArraySpec, Config, EnvPoolSpec
 from fastatari.core.game import action_names
 from fastatari.core.games import resolve_game
-from fastatari.core.romfacts import known_facts, loaded_facts
 from fastatari.core.options import MAX_SIDE, AtariOptions
+from fastatari.core.romfacts import EnlargedScreen
 from fastatari.core.protocols import protocol_options
-from fastatari.vector import make_vec
+from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.plan import VectorPlan, plan_vec
+from fastatari.vector.pool import WorkerPool
 
 __all__ = ["ArraySpec", "Config", "EnvPoolAtari", "EnvPoolSpec", "make", "make_dm", "make_gym",
            "make_gymnasium", "make_spec"]
@@ -141,9 +143,8 @@ def make(task_id: str | Sequence[str], env_type: str = "gymnasium",
     cls = {"gymnasium": lambda: EnvPoolAtari, "gym": gym_env_class,
            "dm": dm_env_class}[env_type]()
     config = make_spec(task_id, **kwargs).config
-    vec = make_vec(config.task, config.num_envs,
-                   num_workers=min(config.num_threads, config.num_envs) or None,
-                   batch_size=config.batch_size, **_vector_options(config))
+    plan = _plan(config)
+    vec = AtariVectorEnv(plan, WorkerPool(plan))
     try:
         return cls(vec, config.env_seed or config.seed, config, task_id)
     except BaseException:
@@ -309,17 +310,6 @@ mode, difficulty
     if len(roms) not in (1, num_envs):
         raise ValueError(f"task_id must name one game per env: {len(roms)} names for "
                          f"num_envs={num_envs}")
-    for rom in dict.fromkeys(roms):  # in EnvPool's names, before screen_size's words could
-        h, w = (known_facts(rom) or loaded_facts(rom)).screen
-        if img_width > w or img_height > h:
-            raise ValueError(f"img_width={img_width}, img_height={img_height} would enlarge "
-                             f"{rom}'s {w}x{h} screen: fastatari only downscales (INTER_AREA)")
-    actions = {rom: action_names(rom, full_action_space) for rom in roms}
-    differ = [rom for rom in roms if actions[rom] != actions[roms[0]]]
-    if differ:
-        raise ValueError(f"these games have different action sets ({roms[0]}: "
-                         f"{list(actions[roms[0]])}; {differ[0]}: {list(actions[differ[0]])}): "
-                         f"pass full_action_space=True to give every env the 18 actions")
     config = Config(
         num_envs=num_envs, batch_size=batch_size, num_threads=num_threads,
         max_num_players=1, thread_affinity_offset=thread_affinity_offset,
@@ -333,7 +323,20 @@ mode, difficulty
         full_action_space=full_action_space,
         repeat_action_probability=repeat_action_probability,
         use_inter_area_resize=True, gray_scale=gray_scale)
-    return EnvPoolSpec(config, len(actions[roms[0]]))
+    try:
+        plan = _plan(config)
+    except EnlargedScreen as error:  # in EnvPool's names
+        raise ValueError(error.describe(f"img_width={img_width}, img_height={img_height}")
+                         ) from None
+    return EnvPoolSpec(config, plan.num_actions)
+
+
+def _plan(config: Config) -> VectorPlan:
+    """The vector env's plan of ``config``: fastatari's own checks of the games and options
+    (screen size, action sets, modes, ...), in fastatari's names."""
+    return plan_vec(config.task, config.num_envs,
+                    num_workers=min(config.num_threads, config.num_envs) or None,
+                    batch_size=config.batch_size, **_vector_options(config))
 
 
 def _vector_options(config: Config) -> Dict[str, Any]:

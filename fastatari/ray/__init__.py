@@ -25,7 +25,8 @@ except ImportError as error:  # pragma: no cover - depends on the install
     raise ImportError("fastatari.ray needs Ray: pip install 'fastatari[ray]'") from error
 
 from fastatari.ray.actor import ActorRestarted
-from fastatari.ray.env import DEFAULT_ACTOR_TIMEOUT, RayAtariVectorEnv, Rollout, make_vec
+from fastatari.ray.env import RayAtariVectorEnv, Rollout, make_vec
+from fastatari.ray.executor import DEFAULT_ACTOR_TIMEOUT
 from fastatari.ray.infos import take as _take  # noqa: F401 - the tests' helper
 
 __all__ = ["ActorRestarted", "DEFAULT_ACTOR_TIMEOUT", "RayAtariVectorEnv", "Rollout",

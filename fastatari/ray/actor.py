@@ -20,12 +20,10 @@ import numpy as np
 
 from fastatari.core.snapshot import GameState
 from fastatari.ray.infos import stack
-from fastatari.vector.config import VectorConfig
-from fastatari.vector.contract import State
 from fastatari.vector.env import AtariVectorEnv
-from fastatari.vector.executor import Plan
+from fastatari.vector.plan import VectorPlan
 from fastatari.vector.pool import WorkerPool
-from fastatari.vector.protocol import Reply, ResetRequest
+from fastatari.vector.messages import Reply, ResetRequest
 
 __all__ = ["ActorRestarted", "EnvActor"]
 
@@ -39,16 +37,14 @@ class ActorRestarted(RuntimeError):
 
 
 class EnvActor:
-    """The envs of ``plan`` (a block of the driver's), run by a local :class:`WorkerPool`
-    configured by ``keywords`` (the user's vector keywords, checked here: defaults such as
-    the number of workers are this node's). Env ids in calls are the block's own
-    (``0 .. plan.num_envs - 1``)."""
+    """The envs of ``plan`` (a block of the driver's), run by a local :class:`WorkerPool`,
+    which checks the plan's worker settings on this node (its cores are the default). Env ids
+    in calls are the block's own (``0 .. plan.num_envs - 1``)."""
 
-    def __init__(self, plan: Plan, keywords: Dict[str, Any]) -> None:
-        # copy=False: a rollout copies from the buffers anyway; batches are the driver's
-        config = VectorConfig.checked(plan.num_envs,
-                                      **dict(keywords, copy=False, batch_size=None))
-        self.plan = dataclasses.replace(plan, config=config)
+    def __init__(self, plan: VectorPlan) -> None:
+        # copy=False: a rollout copies from the buffers anyway
+        self.plan = dataclasses.replace(plan, config=dataclasses.replace(plan.config,
+                                                                         copy=False))
         self.epoch: Optional[int] = None  # set by start(); None on a fresh instance
         self.pool: Optional[WorkerPool] = None
         self.front: Optional[AtariVectorEnv] = None  # for rollouts, made at the first
@@ -121,17 +117,15 @@ class EnvActor:
         return self._answer(self._check(epoch).restore(items), [i for i, _ in items])
 
     def rollout(self, epoch: int, policy: Any, num_steps: int, ended: np.ndarray,
-                restarted: np.ndarray, action_meanings: List[str]):
+                restarted: np.ndarray):
         """``num_steps`` steps of every env, ``actions = policy(obs)`` before each, by the
         vector env's own rules: this actor's envs under the driver's per-env state (``ended``,
         ``restarted``). Returns the steps, the state after them and the rows of every env."""
         pool = self._check(epoch)
         if self.front is None or self.front.executor is not pool:
-            self.front = AtariVectorEnv.over(self.plan, pool, action_meanings)
+            self.front = AtariVectorEnv(self.plan, pool, started=True)
         front = self.front
-        front._state = State.IDLE
-        front._ended[:] = ended
-        front._restarted[:] = restarted
+        front.adopt(ended, restarted)
         count = self.plan.num_envs
         current = pool.buffers.obs
         # kept between calls (a result is copied into the object store as it is returned):
@@ -147,10 +141,10 @@ class EnvActor:
         infos = []
         for t in range(num_steps):
             obs[t] = current
-            actions[t] = front._check_actions(policy(obs[t]), count)
+            actions[t] = self.plan.check_actions(policy(obs[t]), count)
             _, rewards[t], terminated[t], truncated[t], info = front.step(actions[t])
             infos.append(info)
-        state = (front._ended.copy(), front._restarted.copy())
+        state = front.book.get(slice(None))
         return ((obs, actions, rewards, terminated, truncated, current.copy(), stack(infos)),
                 state, self._rows(np.arange(count)))
 

@@ -9,18 +9,13 @@ import ray
 from gymnasium.vector import AutoresetMode
 
 from fastatari.core import validate
-from fastatari.ray.executor import PLACEMENTS, RayExecutor, Recovered
+from fastatari.ray.executor import DEFAULT_ACTOR_TIMEOUT, RayExecutor, Recovered
 from fastatari.ray.infos import concat
-from fastatari.vector.config import VectorConfig
-from fastatari.vector.contract import State, one_caller
+from fastatari.vector.contract import one_caller
 from fastatari.vector.env import AtariVectorEnv
-from fastatari.vector.executor import Executor, Plan
+from fastatari.vector.plan import plan_vec
 
 __all__ = ["DEFAULT_ACTOR_TIMEOUT", "RayAtariVectorEnv", "Rollout", "make_vec"]
-
-#: Default ``actor_timeout``: how long creating or restarting an actor may take (placement,
-#: start-up, the first reset) before the driver gives up on it.
-DEFAULT_ACTOR_TIMEOUT = 300.0
 
 
 class Rollout(NamedTuple):
@@ -46,38 +41,11 @@ class RayAtariVectorEnv(AtariVectorEnv):
     """``num_envs`` Atari games on ``num_actors`` Ray actors, each running a local executor.
 
     The vector env's contract, errors and results are :class:`~fastatari.AtariVectorEnv`'s;
-    only what runs the envs differs. Made by :func:`make_vec`; see there for the parameters.
+    only what runs the envs differs (a :class:`~fastatari.ray.executor.RayExecutor`). Made by
+    :func:`make_vec`; see there for the parameters.
     """
 
     executor: RayExecutor
-
-    def __init__(self, game: str | Sequence[str], num_envs: int,
-                 num_actors: Optional[int] = None, placement: Any = "node",
-                 actor_options: Optional[Dict[str, Any]] = None,
-                 actor_timeout: Optional[float] = DEFAULT_ACTOR_TIMEOUT,
-                 **keywords: Any) -> None:
-        self._state = State.CLOSED  # until construction succeeds
-        actor_timeout = validate.check_timeout("actor_timeout", actor_timeout)
-        if not (placement in PLACEMENTS or not isinstance(placement, str)):
-            raise ValueError(f"placement must be one of {PLACEMENTS} or a Ray scheduling "
-                             f"strategy, got {placement!r}")
-        actor_options = dict(actor_options or {})
-        if actor_options.get("max_task_retries", 0) != 0:
-            raise ValueError("actor_options must not set max_task_retries: a step re-run on a "
-                             "restarted actor would silently diverge from what was reported")
-        self._ray = dict(num_actors=num_actors, placement=placement,
-                         actor_options=actor_options, actor_timeout=actor_timeout)
-        super().__init__(game, num_envs, **keywords)
-        self.num_workers = self._ray["keywords"].get("num_workers")  # per actor (None: its
-        self.actor_timeout = actor_timeout  # node's cores)
-
-    def _checked_config(self, num_envs: int, vector: Dict[str, Any]) -> VectorConfig:
-        # num_workers and cpus are each actor's, checked on its node: the actors get them raw
-        self._ray["keywords"] = vector
-        return VectorConfig.checked(num_envs, **dict(vector, num_workers=None, cpus=None))
-
-    def _make_executor(self, plan: Plan) -> Executor:
-        return RayExecutor(plan, **self._ray)
 
     # -- the actors ------------------------------------------------------------------------------
     @property
@@ -105,9 +73,8 @@ class RayAtariVectorEnv(AtariVectorEnv):
         return self.executor.restarts
 
     @property
-    def _calls(self) -> Dict[Any, Any]:
-        """The remote calls in flight."""
-        return self.executor._calls
+    def actor_timeout(self) -> Optional[float]:
+        return self.executor.actor_timeout
 
     @one_caller
     def actor_info(self) -> List[Dict[str, Any]]:
@@ -116,7 +83,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
         described = []
         for k in range(self.num_actors):
             value, seen = self.executor.call(k, "describe")
-            self._apply_all(seen)
+            self.book.apply(seen)
             described.append(value)
         return described
 
@@ -153,7 +120,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
                     steps, (ended, restarted), rows = executor.get(ref)[1]
                     break
                 except Recovered as recovered:
-                    self._apply_all([recovered.reply])
+                    self.book.apply([recovered.reply])
                     if not isinstance(recovered.cause, ray.exceptions.RayTaskError):
                         ref = self._submit_rollout(k, policy_ref, num_steps)
                         continue
@@ -164,8 +131,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
             if steps is None:
                 continue
             block = self.blocks[k]
-            self._ended[block.start:block.stop] = ended
-            self._restarted[block.start:block.stop] = restarted
+            self.book.set(slice(block.start, block.stop), ended, restarted)
             executor.buffers.put_rows(np.arange(block.start, block.stop), rows)
             parts.append(steps)
         if raised is not None:
@@ -177,7 +143,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
                        for part, block in zip(parts, self.blocks, strict=True)], axis=1)
         # each actor numbers only its own games
         info.pop("game_index", None), info.pop("_game_index", None)
-        if self._lineup.multi:
+        if self.plan.lineup.multi:
             info["game_index"] = np.broadcast_to(self._game_index, actions.shape).copy()
             info["_game_index"] = np.ones(actions.shape, bool)
         return Rollout(obs, actions, rewards, terminated, truncated, next_obs, info)
@@ -185,9 +151,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
     def _submit_rollout(self, k: int, policy_ref: Any, num_steps: int) -> Any:
         block = self.blocks[k]
         return self.executor.submit(k, "rollout", policy_ref, num_steps,
-                                    self._ended[block.start:block.stop].copy(),
-                                    self._restarted[block.start:block.stop].copy(),
-                                    self._action_meanings)
+                                    *self.book.get(slice(block.start, block.stop)))
 
 
 def make_vec(game: str | Sequence[str], num_envs: int, num_actors: Optional[int] = None,
@@ -224,5 +188,6 @@ def make_vec(game: str | Sequence[str], num_envs: int, num_actors: Optional[int]
         and ``max_restarts`` also govern actor restarts) and :class:`~fastatari.AtariOptions`
         fields.
     """
-    return RayAtariVectorEnv(game, num_envs, num_actors=num_actors, placement=placement,
-                             actor_options=actor_options, actor_timeout=actor_timeout, **kwargs)
+    plan = plan_vec(game, num_envs, **kwargs)
+    return RayAtariVectorEnv(plan, RayExecutor(plan, num_actors, placement, actor_options,
+                                               actor_timeout))

@@ -17,7 +17,6 @@ one, per actor (:class:`~fastatari.vector.executor.RestartPolicy`).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -34,12 +33,16 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from fastatari.core.snapshot import GameState
 from fastatari.ray.actor import ActorRestarted, EnvActor
 from fastatari.vector.buffers import SharedBuffers
-from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook
-from fastatari.vector.lineup import Lineup
-from fastatari.vector.protocol import Op, Reply, ReplyKind, ResetRequest
+from fastatari.core import validate
+from fastatari.vector.executor import Executor, RestartPolicy, SeedBook
+from fastatari.vector.plan import VectorPlan
+from fastatari.vector.messages import Op, Reply, ReplyKind, ResetRequest
 
-__all__ = ["CLOSE_WAIT", "PLACEMENTS", "RayExecutor", "Recovered"]
+__all__ = ["CLOSE_WAIT", "DEFAULT_ACTOR_TIMEOUT", "PLACEMENTS", "RayExecutor", "Recovered"]
 
+#: Default ``actor_timeout``: how long creating or restarting an actor may take (placement,
+#: start-up, the first reset) before the driver gives up on it.
+DEFAULT_ACTOR_TIMEOUT = 300.0
 #: What ``close`` waits for the actors to stop their workers before killing them.
 CLOSE_WAIT = 30.0
 PLACEMENTS = ("node", "spread", "default")
@@ -117,21 +120,27 @@ def _release(actors: List[Any], buffers: SharedBuffers, owns_ray: bool) -> None:
 
 class RayExecutor(Executor):
     """The envs of ``plan`` on ``num_actors`` Ray actors (default: one per alive node that can
-    host one, for ``placement="node"``). ``keywords``: the user's vector keywords, which each
-    actor checks on its node (``num_workers`` and ``cpus`` are per actor)."""
+    host one, for ``placement="node"``), each running its block of the plan on its node, where
+    the local-worker settings (``num_workers``, ``cpus``) are checked and apply per actor. The
+    other parameters are :func:`fastatari.ray.make_vec`'s."""
 
-    def __init__(self, plan: Plan, keywords: Dict[str, Any], num_actors: Optional[int],
-                 placement: Any, actor_options: Dict[str, Any],
-                 actor_timeout: Optional[float]) -> None:
-        from fastatari.core import validate
-
+    def __init__(self, plan: VectorPlan, num_actors: Optional[int] = None,
+                 placement: Any = "node", actor_options: Optional[Dict[str, Any]] = None,
+                 actor_timeout: Optional[float] = DEFAULT_ACTOR_TIMEOUT) -> None:
+        actor_timeout = validate.check_timeout("actor_timeout", actor_timeout)
+        if not (placement in PLACEMENTS or not isinstance(placement, str)):
+            raise ValueError(f"placement must be one of {PLACEMENTS} or a Ray scheduling "
+                             f"strategy, got {placement!r}")
+        actor_options = dict(actor_options or {})
+        if actor_options.get("max_task_retries", 0) != 0:
+            raise ValueError("actor_options must not set max_task_retries: a step re-run on a "
+                             "restarted actor would silently diverge from what was reported")
         config = plan.config
         self.buffers = SharedBuffers(plan.layout)
         self.seeds = SeedBook(plan.env_ids)
+        self.num_workers = plan.workers.get("num_workers")  # per actor (None: its node's cores)
         self.actor_timeout = actor_timeout
-        self._same_step = config.same_step
         self._plan = plan
-        self._keywords = keywords
         self._actors: List[Any] = []
         self._calls: Dict[Any, _Call] = {}
         self._owns_ray = not ray.is_initialized()
@@ -156,10 +165,7 @@ class RayExecutor(Executor):
             self._lasts = bounds[1:] - 1
             self.blocks = [range(int(bounds[k]), int(bounds[k + 1]))
                            for k in range(self.num_actors)]
-            if keywords.get("num_workers") is not None:
-                validate.check_int("num_workers", keywords["num_workers"], 1,
-                                   min(len(block) for block in self.blocks))
-            self._plans = [self._block_plan(k) for k in range(self.num_actors)]
+            self._plans = [plan.block(block.start, block.stop) for block in self.blocks]
             self._actors.extend(self._spawn(k) for k in range(self.num_actors))
         except BaseException:
             self._finalizer()
@@ -170,17 +176,6 @@ class RayExecutor(Executor):
         self.nodes: List[str] = []
 
     # -- actors --------------------------------------------------------------------------------
-    def _block_plan(self, k: int) -> Plan:
-        """Block ``k``'s plan: its games, with only the ``{game: value}`` options that concern
-        them; the layout of its envs."""
-        plan, block = self._plan, self.blocks[k]
-        games = plan.lineup.games[block.start:block.stop]
-        names = tuple(dict.fromkeys(games))
-        lineup = Lineup(games, names, {name: plan.lineup.options[name] for name in names})
-        return dataclasses.replace(plan, lineup=lineup, env_ids=tuple(block),
-                                   layout=dataclasses.replace(plan.layout,
-                                                             num_envs=len(block)))
-
     def _spawn(self, k: int) -> Any:
         """A new actor for block ``k``."""
         options = dict(self._actor_options, max_restarts=-1, max_task_retries=0)
@@ -192,7 +187,7 @@ class RayExecutor(Executor):
             options["scheduling_strategy"] = "SPREAD"
         elif self._placement != "default":
             options["scheduling_strategy"] = self._placement
-        return _actor_class().options(**options).remote(self._plans[k], self._keywords)
+        return _actor_class().options(**options).remote(self._plans[k])
 
     def start(self) -> None:
         refs = [actor.start.remote(0, [None] * len(block), (), None)

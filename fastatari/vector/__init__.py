@@ -1,9 +1,11 @@
 """N Atari games run in parallel behind one gymnasium VectorEnv.
 
 The submodules, from the API down: ``env`` (:class:`AtariVectorEnv`: gymnasium's contract),
+``snapshots`` (clone, restore, checkpoints), ``book`` (the per-env bookkeeping), ``plan``
+(:func:`plan_vec`: games, options, actions and memory, checked before anything starts),
 ``config`` (the vector keywords, declared once), ``contract`` (call order, autoreset names),
 ``executor`` (what runs the envs, and the rules every runner shares), then the local
-executor: ``pool`` (worker processes, replies, restarts), ``protocol`` (the messages),
+executor: ``pool`` (worker processes, replies, restarts), ``messages`` (the pipe messages),
 ``launch`` (how a worker process starts), ``worker`` (the worker's loop), ``buffers`` (the
 shared memory), ``lineup`` (games, options, which worker runs which env), ``placement`` (cores
 and pinning). Importing this package imports none of them until a name below is used, so a
@@ -16,31 +18,38 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fastatari.vector.env import AtariVectorEnv
     from fastatari.vector.executor import WorkerError
+    from fastatari.vector.plan import VectorPlan, plan_vec
 
-__all__ = ["AtariVectorEnv", "WorkerError", "make_vec"]
+__all__ = ["AtariVectorEnv", "VectorPlan", "WorkerError", "make_vec", "plan_vec"]
+
+# public name -> the module that defines it
+_LAZY = {"AtariVectorEnv": "fastatari.vector.env", "WorkerError": "fastatari.vector.executor",
+         "VectorPlan": "fastatari.vector.plan", "plan_vec": "fastatari.vector.plan"}
 
 
 def make_vec(game: Any, num_envs: int, **kwargs: Any) -> "AtariVectorEnv":
     """Create an :class:`AtariVectorEnv`: ``num_envs`` copies of ``game`` (or one game per
-    env) stepped in parallel.
+    env) stepped in parallel by local worker processes.
 
     Keywords are :class:`AtariVectorEnv`'s (``num_workers``, ``batch_size``,
     ``autoreset_mode``, ``copy``, ``timeout``, ``max_restarts``, ``cpus``, ...: declared in
-    :class:`~fastatari.vector.config.VectorConfig`) and :class:`~fastatari.AtariOptions`
-    fields (``frame_skip``, ``noop_max``, ``repeat_action_probability``, ...).
+    :mod:`fastatari.vector.config`) and :class:`~fastatari.AtariOptions` fields
+    (``frame_skip``, ``noop_max``, ``repeat_action_probability``, ...). The same as
+    ``AtariVectorEnv(plan, WorkerPool(plan))`` with ``plan = plan_vec(game, num_envs,
+    **kwargs)``.
     """
     from fastatari.vector.env import AtariVectorEnv
+    from fastatari.vector.plan import plan_vec
+    from fastatari.vector.pool import WorkerPool
 
-    return AtariVectorEnv(game, num_envs, **kwargs)
+    plan = plan_vec(game, num_envs, **kwargs)
+    return AtariVectorEnv(plan, WorkerPool(plan))
 
 
 def __getattr__(name: str) -> Any:
-    if name == "AtariVectorEnv":
-        from fastatari.vector.env import AtariVectorEnv
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastatari.vector' has no attribute {name!r}")
+    import importlib
 
-        return AtariVectorEnv
-    if name == "WorkerError":
-        from fastatari.vector.executor import WorkerError
-
-        return WorkerError
-    raise AttributeError(f"module 'fastatari.vector' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

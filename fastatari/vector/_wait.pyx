@@ -1,9 +1,9 @@
-# The vector env's hot path in shared memory (csrc/fa_wait.c), apart from the kernels.
+# The vector env's hot path in shared memory (fa_wait.c), apart from the kernels.
 # Directives (boundscheck, wraparound, ...) are set in setup.py.
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uintptr_t
 
-from fastatari._csrc_wait cimport (
+from fastatari.vector.fa_wait cimport (
     FA_CONTROL_BYTES,
     FA_DONE,
     FA_EVENT,

@@ -21,7 +21,7 @@ import numpy as np
 
 from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 
-#: The control words at offset 0: csrc/fa_wait.h's FA_CONTROL_BYTES (a test holds them equal;
+#: The control words at offset 0: fa_wait.h's FA_CONTROL_BYTES (a test holds them equal;
 #: written here so that the layout needs no compiled module).
 CONTROL_BYTES = 320
 
@@ -36,7 +36,7 @@ def _columns(obs_shape: Tuple[int, ...], continuous: bool) -> Dict[str, ColumnSp
         "final_obs": ("uint8", obs_shape),  # same-step autoreset: the ended episode's last obs
         # an action index, or a continuous action (radius, theta, fire)
         "action": ("float32", (3,)) if continuous else ("int64", ()),
-        "op": ("uint8", ()),  # the env's next op (protocol.Op), written by the trainer, taken
+        "op": ("uint8", ()),  # the env's next op (messages.Op), written by the trainer, taken
         #                       (set back to 0) by its worker
         "ticket": ("int64", ()),  # the order of its last completion (-1: not completed)
         "pending": ("uint32", ()),  # at each worker's first env: a message waits in its pipe

@@ -8,13 +8,16 @@ import copy
 import enum
 import functools
 import threading
-from typing import Any, Callable, Dict, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
                              ResetNeeded)
 from gymnasium.vector import AutoresetMode
+
+if TYPE_CHECKING:
+    from fastatari.vector.book import EnvBook
 
 __all__ = ["BatchedBox", "CallOrder", "ConcurrentCallError", "Phase", "State",
            "autoreset_mode", "one_caller", "reset_mask"]
@@ -133,12 +136,14 @@ class State(enum.Enum):
 
 class CallOrder:
     """The checks of a call's place in the order, and the env as a context manager (a mixin):
-    an env with ``_state``, ``_ended`` (per env: its last result ended an episode), gymnasium's
-    ``metadata`` and ``close()``."""
+    an env with ``_state``, its per-env ``book``, gymnasium's ``metadata`` and ``close()``."""
 
     _state: State
-    _ended: np.ndarray
+    book: "EnvBook"
     metadata: Dict[str, Any]
+
+    def close(self, **kwargs: Any) -> None:
+        raise NotImplementedError
 
     def __enter__(self) -> "CallOrder":
         return self
@@ -178,7 +183,7 @@ class CallOrder:
         """With autoreset disabled, an env whose episode ended must be reset first."""
         if self.metadata.get("autoreset_mode") is not AutoresetMode.DISABLED:
             return
-        ended = ids[self._ended[ids]]
+        ended = ids[self.book.ended(ids)]
         if ended.size:
             raise ResetNeeded(f"env {int(ended[0])} ended its episode and autoreset_mode is "
                               f"DISABLED: reset it first (reset(options={{'reset_mask': "

@@ -1,41 +1,32 @@
 """AtariVectorEnv: gymnasium's vector-env contract over an executor that runs the envs.
 
 The env keeps gymnasium's contract: argument checks, the call order (an explicit state), the
-autoreset bookkeeping, gymnasium's batched ``info`` and the report of a restart. What runs the
-envs is an :class:`~.executor.Executor`: the local worker processes
-(:class:`~.pool.WorkerPool`, the default) or Ray actors (``fastatari.ray``); either leaves
-every result in the columns of its buffers (:mod:`fastatari.core.schema`), which the env reads.
-
-Per env it keeps four things: its phase (idle, stepping in a worker, or answered and waiting
-for :meth:`AtariVectorEnv.recv`), the queue of answered envs in answer order, whether its next
-step is a reset (next-step autoreset), and whether its games were replaced since its last
-result (reported once, as ``info["worker_restarted"]``).
+autoreset bookkeeping, gymnasium's batched ``info`` and the report of a restart. It is made
+from a :class:`~.plan.VectorPlan` (what it is) and an :class:`~.executor.Executor` (what runs
+the envs: the local worker processes, :class:`~.pool.WorkerPool`, or Ray actors,
+``fastatari.ray``); either leaves every result in the columns of its buffers
+(:mod:`fastatari.core.schema`), which the env reads. Its per-env state lives in one
+:class:`~.book.EnvBook`.
 """
 
 from __future__ import annotations
 
-import collections
-from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from gymnasium.error import AlreadyPendingCallError
 from gymnasium.vector.utils import batch_space
 
 from fastatari.core import validate
-from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW, check_continuous_actions
-from fastatari.core.game import ALE_ACTIONS
-from fastatari.core.protocols import apply_protocol
-from fastatari.core.romfacts import loaded_facts
+from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract
-from fastatari.vector.buffers import Layout
-from fastatari.vector.config import VectorConfig, split_keywords
-from fastatari.vector.contract import CallOrder, Phase, State
-from fastatari.vector.executor import Executor, Plan, WorkerError
-from fastatari.vector.lineup import Lineup, make_lineup
-from fastatari.vector.protocol import Op, Reply, ReplyKind
+from fastatari.vector.book import EnvBook
+from fastatari.vector.contract import CallOrder, State
+from fastatari.vector.executor import Executor, WorkerError
+from fastatari.vector.messages import Reply, ReplyKind
+from fastatari.vector.plan import VectorPlan
 from fastatari.vector.snapshots import Snapshots
 
 __all__ = ["AtariVectorEnv", "WorkerError"]
@@ -48,8 +39,13 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     to gymnasium's reference pipeline) with seed ``seed + i`` after ``reset(seed=seed)``,
     whatever ``num_workers`` is.
 
-    Parameters
-    ----------
+    Made by :func:`fastatari.make_vec` ``(game, num_envs, **keywords)``; or from its parts,
+    ``AtariVectorEnv(plan, executor)``, where ``plan = fastatari.vector.plan_vec(game,
+    num_envs, **keywords)`` (:class:`~fastatari.vector.plan.VectorPlan`, checked, starting
+    nothing) and ``executor`` runs the envs (``WorkerPool(plan)``, or Ray actors).
+
+    Parameters (of ``make_vec`` and ``plan_vec``)
+    ----------------------------------------------
     game : str or sequence of str
         ``"breakout"``, ``"Breakout"`` or ``"ALE/Breakout-v5"``; or one name per env (several
         games in one pool: env ``i`` plays ``game[i]``, byte-identical to
@@ -105,7 +101,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         :class:`~fastatari.AtariOptions` fields (``frame_skip``, ``noop_max``, ...).
 
     The vector keywords above are declared, with their defaults and checks, once, in
-    :class:`~fastatari.vector.config.VectorConfig`.
+    :class:`~fastatari.vector.config.VectorConfig` and
+    :class:`~fastatari.vector.config.WorkerSettings`.
 
     Notes
     -----
@@ -118,66 +115,21 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP,
                 "render_modes": ["rgb_array"]}
 
-    def __init__(self, game: str | Sequence[str], num_envs: int, **keywords: Any) -> None:
+    def __init__(self, plan: VectorPlan, executor: Executor, *, started: bool = False) -> None:
+        """Take ``executor`` (owned from here on: closed with the env, or at once if this
+        fails) and start it for ``plan``, unless ``started`` (a Ray actor's front over its
+        running pool)."""
         self._state = State.CLOSED  # until construction succeeds
-        num_envs = validate.check_int("num_envs", num_envs, 1)
-        vector, options = split_keywords(apply_protocol(keywords))
-        config = self._checked_config(num_envs, vector)
-        plan, meanings = self._plan(game, num_envs, config, options)
-        self._open(plan, self._make_executor(plan), meanings)
-
-    # -- construction ----------------------------------------------------------------------------
-    def _checked_config(self, num_envs: int, vector: Dict[str, Any]) -> VectorConfig:
-        """The vector keywords checked for this env (``fastatari.ray`` leaves some to its
-        actors)."""
-        return VectorConfig.checked(num_envs, **vector)
-
-    @staticmethod
-    def _plan(game: str | Sequence[str], num_envs: int, config: VectorConfig,
-              options: Dict[str, Any]) -> Tuple[Plan, List[str]]:
-        """The games, their options checked against each ROM's facts (mode, difficulty, NOOP,
-        FIRE, screen size: ``ValueError``) before anything starts, and the action names."""
-        lineup, common = make_lineup(game, num_envs, options)
-        # several games, full action space: actions are ALE's 18 for every env
-        ale_actions = lineup.multi and common.full_action_set
-        meanings = _shared_action_meanings(lineup, _check_games(lineup), ale_actions)
-        layout = Layout(num_envs, common.observation_shape, common.continuous)
-        validate.check_fits_in_memory(
-            f"num_envs={num_envs} envs with observations of shape "
-            f"{common.observation_shape} (their shared memory)", layout.nbytes)
-        plan = Plan(lineup, common, tuple(range(num_envs)), config, layout,
-                    ale_actions=ale_actions)
-        return plan, meanings
-
-    @classmethod
-    def over(cls, plan: Plan, executor: Executor,
-             action_meanings: List[str]) -> "AtariVectorEnv":
-        """A vector env over ``executor``, already started for ``plan`` (a Ray actor runs its
-        rollouts through one); it needs a reset, or its per-env state set, before a step."""
-        env = cls.__new__(cls)
-        env._state = State.CLOSED
-        env._open(plan, executor, action_meanings, started=True)
-        return env
-
-    def _make_executor(self, plan: Plan) -> Executor:
-        """The local worker processes (``fastatari.ray`` gives Ray actors instead)."""
-        from fastatari.vector.pool import WorkerPool
-
-        return WorkerPool(plan)
-
-    def _open(self, plan: Plan, executor: Executor, meanings: List[str],
-              started: bool = False) -> None:
-        """Take ``executor`` (owned from here on) and start it, unless ``started``."""
         config, lineup = plan.config, plan.lineup
+        self.plan = plan
         self.executor = executor
         self.num_envs = num_envs = plan.num_envs
-        self.num_workers: Optional[int] = config.num_workers
+        self.num_workers: Optional[int] = executor.num_workers
         self.batch_size = config.batch_size
         self.copy = config.copy
         self.timeout = config.timeout
         self.max_restarts = config.max_restarts
         self.render_mode = config.render_mode
-        self._lineup: Lineup = lineup
         self.options = plan.options
         self.games: Tuple[str, ...] = lineup.games
         self.game_names: Tuple[str, ...] = lineup.names
@@ -187,10 +139,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.autoreset_mode = config.autoreset_mode  # as gymnasium's Sync/AsyncVectorEnv
         self._same_step = config.same_step
         self._info_fields = info_fields(self.options)
-        self._phase = np.zeros(num_envs, np.uint8)
-        self._answered: Deque[int] = collections.deque()  # answered envs, in answer order
-        self._ended = np.zeros(num_envs, bool)  # its last result ended an episode (not same-step)
-        self._restarted = np.zeros(num_envs, bool)  # reported once, on the next result
+        self.book = EnvBook(num_envs)
         self._all_ids = np.arange(num_envs)
         self._buf = executor.buffers
         if not started:
@@ -199,40 +148,34 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             except BaseException:
                 executor.close()
                 raise
-        self._action_meanings = meanings
-        self._num_actions = len(meanings)
         self._state = State.NEEDS_RESET
 
         self.single_observation_space = spaces.Box(0, 255, self.options.observation_shape,
                                                    np.uint8)
-        self._continuous = self.options.continuous
         self._life_loss_info = self.options.life_loss_info
         self.single_action_space: spaces.Space = (
-            spaces.Box(ACTION_LOW.copy(), ACTION_HIGH.copy(), dtype=np.float32) if self._continuous
-            else spaces.Discrete(self._num_actions))
+            spaces.Box(ACTION_LOW.copy(), ACTION_HIGH.copy(), dtype=np.float32)
+            if self.options.continuous else spaces.Discrete(plan.num_actions))
         self.observation_space = contract.BatchedBox(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
+    def adopt(self, ended: np.ndarray, restarted: np.ndarray) -> None:
+        """Go on from envs whose games already exist (no reset needed): per env, whether its
+        last result ended an episode and whether a restart is to be reported. A Ray actor's
+        rollout continues the driver's envs this way."""
+        self._check_open()
+        self._check_not_async("adopt")
+        self.book.set(self._all_ids, ended, restarted)
+        self._state = State.IDLE
+
     # -- the executor's replies ----------------------------------------------------------------
     def _collect(self, at_least: Optional[int] = None) -> List[Reply]:
-        """Wait for replies and apply them to the envs' phases."""
+        """Wait for replies and apply them to the envs' bookkeeping."""
         return self._apply_all(self.executor.collect(at_least))
 
     def _apply_all(self, replies: List[Reply]) -> List[Reply]:
-        for reply in replies:
-            self._apply(reply)
+        self.book.apply(replies)
         return replies
-
-    def _apply(self, reply: Reply) -> None:
-        envs = reply.envs
-        if reply.kind is ReplyKind.RESTARTED:
-            self._restarted[reply.restarted] = True
-            self._ended[reply.restarted] = False
-        if envs is None or not envs.size:
-            return
-        # DONE, or RESTARTED: the lost steps' envs carry the restart's truncated result
-        self._phase[envs] = Phase.ANSWERED
-        self._answered.extend(envs.tolist())
 
     @property
     def worker_pids(self) -> List[int]:
@@ -248,11 +191,6 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     # -- validation ------------------------------------------------------------------------------
     def _is_closed(self) -> bool:
         return self._state is State.CLOSED or self.executor.closed
-
-    def _check_actions(self, actions: Any, count: int) -> np.ndarray:
-        if self._continuous:
-            return check_continuous_actions(actions, (count, 3))
-        return validate.check_actions(actions, count, self._num_actions)
 
     def _check_env_ids(self, env_ids: Any) -> np.ndarray:
         return validate.check_env_ids(env_ids, self.num_envs)
@@ -278,8 +216,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                      for i, s in enumerate(seeds)]
         ids = np.flatnonzero(mask)
         self._apply_all(self.executor.reset([(int(i), seeds[i]) for i in ids]))
-        self._ended[ids] = False
-        self._restarted[ids] = False
+        self.book.reset(ids)
         self._state = State.IDLE
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
         return obs, self._info(slice(None), mask)
@@ -291,11 +228,11 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them."""
         self._check_not_async("step")
         self._check_was_reset("step")
-        actions = self._check_actions(actions, self.num_envs)
+        actions = self.plan.check_actions(actions, self.num_envs)
         self._check_not_ended(self._all_ids)
         self._buf.action[:] = actions
         executor = self.executor
-        if not (self._ended.any() or self._restarted.any()):
+        if self.book.all_plain():
             executor.run_all()  # the common step: every env steps
         else:
             self._dispatch(self._all_ids)
@@ -304,8 +241,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             replies += executor.collect()
         # the envs' phases matter only between send() and recv(): a step only applies faults
         self._apply_all([reply for reply in replies if reply.kind is not ReplyKind.DONE])
-        self._answered.clear()
-        self._phase[:] = Phase.IDLE
+        self.book.all_idle()
         return self._results(slice(None))
 
     @contract.one_caller
@@ -318,8 +254,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self._check_open()
         self._check_was_reset("send")
         ids = self._check_env_ids(env_ids)
-        actions = self._check_actions(actions, ids.size)
-        self._check_idle(ids, "send")
+        actions = self.plan.check_actions(actions, ids.size)
+        self.book.check_idle(ids, "send")
         self._check_not_ended(ids)
         self._buf.action[ids] = actions
         self._dispatch(ids)
@@ -330,39 +266,22 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
         their ids in ``info["env_id"]``."""
         self._check_async()
-        want = min(self.batch_size, int((self._phase != Phase.IDLE).sum()))
-        while len(self._answered) < want:
-            self._collect(want - len(self._answered))
-        ids = np.array([self._answered.popleft() for _ in range(want)], np.int64)
-        self._phase[ids] = Phase.IDLE
-        if not self._phase.any():
+        book = self.book
+        want = min(self.batch_size, book.in_flight())
+        while book.answered() < want:
+            self._collect(want - book.answered())
+        ids = book.take_answered(want)
+        if not book.in_flight():
             self._state = State.IDLE  # everything sent was returned
         obs, reward, terminated, truncated, info = self._results(ids)
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
 
-    def _check_idle(self, ids: np.ndarray, call: str) -> None:
-        busy = self._phase[ids] != Phase.IDLE
-        if busy.any():
-            raise AlreadyPendingCallError(
-                f"env {int(ids[np.flatnonzero(busy)[0]])} already has a step in flight: "
-                f"recv() it first", call)
-
     def _dispatch(self, ids: np.ndarray) -> None:
-        """Run ``ids``: autoreset ones reset, others step. An env whose games were replaced
-        while it was idle already holds its result (the restart's truncated one): it is
-        answered at once, without running."""
-        notice = self._restarted[ids]
-        if notice.any():
-            self._phase[ids[notice]] = Phase.ANSWERED
-            self._answered.extend(ids[notice].tolist())
-            ids = ids[~notice]
-        self._phase[ids] = Phase.IN_FLIGHT
-        if not ids.size:
-            return
-        ops = np.zeros(self.num_envs, np.uint8)
-        ops[ids] = np.where(self._ended[ids], Op.RESET, Op.STEP)
-        self.executor.run(ops, ids)
+        """Run ``ids``: autoreset ones reset, others step (restarted ones answer at once)."""
+        ops, run = self.book.dispatch(ids)
+        if run.size:
+            self.executor.run(ops, run)
 
     @contract.one_caller
     def end_episodes(self, env_ids: Any) -> None:
@@ -371,8 +290,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         their next step resets them and ignores its action. The envs must be idle."""
         self._check_open()
         ids = self._check_env_ids(env_ids)
-        self._check_idle(ids, "end_episodes")
-        self._ended[ids] = True
+        self.book.check_idle(ids, "end_episodes")
+        self.book.set(ids, True)
 
     # -- results -------------------------------------------------------------------------------
     def _results(self, sel: Any):
@@ -387,7 +306,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         if whole:  # views of the whole columns would change under the caller at the next step
             reward, terminated, truncated = reward.copy(), terminated.copy(), truncated.copy()
         if not self._same_step:
-            self._ended[sel] = terminated | truncated
+            self.book.ended_now(sel, terminated | truncated)
         if self._life_loss_info:  # ale-py's: terminated at a life loss, the episode goes on
             terminated = terminated | buf.life_loss[sel]
         info = self._info(sel, np.ones(reward.size, bool))
@@ -399,12 +318,11 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         buf = self._buf
         info = self._batched(buf.info, sel, mask)
         full = self._all_ids[sel]  # the env ids, for the rare per-env entries below
-        if self._lineup.multi:
+        if self.plan.lineup.multi:
             info["game_index"], info["_game_index"] = self._game_index[full], mask.copy()
-        restarted = self._restarted[full] & mask
+        restarted = self.book.report_restarted(full, mask)
         if restarted.any():
             info["worker_restarted"], info["_worker_restarted"] = restarted, restarted.copy()
-            self._restarted[full[restarted]] = False
         if self._same_step:
             has_final = buf.has_final[full] & mask
             if has_final.any():
@@ -472,7 +390,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
 
     def get_action_meanings(self) -> List[str]:
         """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""
-        return list(self._action_meanings)
+        return list(self.plan.action_meanings)
 
     @contract.one_caller
     def close(self, **kwargs: Any) -> None:
@@ -496,30 +414,3 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         state = "closed" if self.closed else f"{self.num_workers} workers"
         game = self.rom if self.rom is not None else f"{len(self.game_names)} games"
         return f"{type(self).__name__}({game!r}, num_envs={self.num_envs}, {state})"
-
-
-def _check_games(lineup: Lineup) -> Dict[str, List[str]]:
-    """Check each game's options against its ROM's facts (mode, difficulty, NOOP, FIRE,
-    screen size: ``ValueError``) and return its action names. The facts come from the table
-    shipped for this ale-py, else from the ROM loaded once in this process."""
-    meanings = {}
-    for name in lineup.names:
-        options = lineup.options[name]
-        facts = loaded_facts(name)
-        facts.check(options)
-        meanings[name] = list(facts.actions(options.full_action_set))
-    return meanings
-
-
-def _shared_action_meanings(lineup: Lineup, meanings: Dict[str, List[str]],
-                            ale_actions: bool) -> List[str]:
-    """The action names every env shares (``ValueError`` if the games' differ)."""
-    if ale_actions:
-        return [a.name for a in ALE_ACTIONS]
-    first = meanings[lineup.names[0]]
-    differ = [name for name in lineup.names if meanings[name] != first]
-    if differ:
-        raise ValueError(f"these games have different action sets ({lineup.names[0]}: "
-                         f"{first}; {differ[0]}: {meanings[differ[0]]}): pass "
-                         f"full_action_space=True to give every env the 18 actions")
-    return first

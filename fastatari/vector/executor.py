@@ -8,7 +8,7 @@ running a local one on its node (``fastatari.ray``). Both follow the rules writt
 which seeds a replacement's games get (:class:`SeedBook`) and when a replacement is refused
 (:class:`RestartPolicy`).
 
-An executor answers with :class:`~fastatari.vector.protocol.Reply` objects: DONE (``envs``
+An executor answers with :class:`~fastatari.vector.messages.Reply` objects: DONE (``envs``
 have their results) and RESTARTED (a worker or actor died, hung or raised, and was replaced:
 ``restarted`` are the envs whose games were reset with :meth:`SeedBook.restart_resets` and now
 hold a truncated result, ``envs`` those whose step was lost with it). An exception is handled
@@ -19,42 +19,21 @@ uninterrupted run has.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari.core.options import AtariOptions
-from fastatari.vector.buffers import Layout, SharedBuffers
-from fastatari.vector.config import VectorConfig
-from fastatari.vector.lineup import Lineup
 from fastatari.core.snapshot import GameState
-from fastatari.vector.protocol import Reply, ResetRequest
+from fastatari.vector.buffers import SharedBuffers
+from fastatari.vector.messages import Reply, ResetRequest
 
-__all__ = ["Executor", "Plan", "RestartPolicy", "SeedBook", "WorkerError"]
+__all__ = ["Executor", "RestartPolicy", "SeedBook", "WorkerError"]
 
 
 class WorkerError(RuntimeError):
     """A worker that cannot start (its games cannot be built); the message carries its
     traceback. An exception in a running worker restarts it instead (a ``RuntimeWarning``
     with the traceback)."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What an executor needs to run envs: their games, how to run them, and the flags every
-    worker gets. Picklable: a Ray actor builds its local executor from its block's plan."""
-
-    lineup: Lineup  # the games of the envs this executor runs
-    options: AtariOptions  # the options every game shares
-    env_ids: Tuple[int, ...]  # their ids in the whole vector env (an unseeded env's seed base)
-    config: VectorConfig  # checked for these envs
-    layout: Layout
-    ale_actions: bool = False  # actions are ALE's 18 for every env (several games)
-
-    @property
-    def num_envs(self) -> int:
-        return len(self.env_ids)
 
 
 class Executor(abc.ABC):
@@ -66,6 +45,8 @@ class Executor(abc.ABC):
 
     buffers: SharedBuffers
     seeds: "SeedBook"
+    #: Worker processes per executor (a Ray actor's; None: its node's default).
+    num_workers: Optional[int]
 
     @property
     @abc.abstractmethod
@@ -78,7 +59,7 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
-        """Start ``ops[i]`` (:class:`~fastatari.vector.protocol.Op`) for each env ``i`` of
+        """Start ``ops[i]`` (:class:`~fastatari.vector.messages.Op`) for each env ``i`` of
         ``ids``."""
 
     @abc.abstractmethod

@@ -7,7 +7,7 @@ its top level loads torch in every worker. So a worker here is a fresh interpret
 ``sys.path``): no fork, so threads in the trainer are harmless, and the same on Linux and
 macOS. Its end of a socket pair, the shared memory's descriptor and (Linux) the eventfd that
 wakes the trainer are inherited (``pass_fds``); it learns the rest from the first message
-(``protocol.WorkerConfig``).
+(``messages.WorkerConfig``).
 
 A fresh interpreter imports numpy and ale_py in ~0.25 s of one core; the workers start in
 parallel, so this costs about what forking from a preloaded server did once it was up.

@@ -39,15 +39,17 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari.vector import _wait, protocol
+from fastatari.vector import _wait, messages
 from fastatari.vector.buffers import SharedBuffers
-from fastatari.vector.executor import Executor, Plan, RestartPolicy, SeedBook, WorkerError
+from fastatari.vector.config import WorkerSettings
+from fastatari.vector.executor import Executor, RestartPolicy, SeedBook, WorkerError
 from fastatari.vector.launch import WorkerProcess, launch
 from fastatari.vector.lineup import assign_workers
+from fastatari.vector.plan import VectorPlan
 from fastatari.core.snapshot import GameState
-from fastatari.vector.protocol import (Op, Reply, ReplyKind, ResetRequest, WorkerConfig,
-                                       encode_clone, encode_render, encode_reset,
-                                       encode_restore)
+from fastatari.vector.messages import (GAME_FACTORY, Op, Reply, ReplyKind, ResetRequest,
+                                       WorkerConfig, encode_clone, encode_render,
+                                       encode_reset, encode_restore)
 
 __all__ = ["WorkerError", "WorkerPool"]
 
@@ -84,7 +86,7 @@ class _Resources:
         for k, worker in enumerate(self.workers):
             if worker is not None:
                 try:
-                    worker.conn.send_bytes(protocol.encode_close())
+                    worker.conn.send_bytes(messages.encode_close())
                     if buffers is not None:
                         buffers.pending[self.firsts[k]] = 1
                 except (OSError, ValueError):
@@ -108,23 +110,29 @@ class _Resources:
 
 
 class WorkerPool(Executor):
-    """The envs of ``plan`` on ``plan.config.num_workers`` worker processes: worker ``k`` owns
+    """The envs of ``plan`` on ``num_workers`` worker processes: worker ``k`` owns
     the envs ``blocks[k]`` (by :func:`~fastatari.vector.lineup.assign_workers`), which it
     steps in that order, and writes their results into the shared memory :attr:`buffers`.
 
-    ``emulate=False`` starts workers that skip the emulator and the preprocessing (a step
-    writes its reward only): the transport alone, for the benchmarks.
+    ``game_factory`` names what the workers build their games with, ``"module:qualname"``,
+    imported in each worker (default :data:`~fastatari.vector.messages.GAME_FACTORY`, the real
+    game): a stand-in game measures the transport alone, or injects a fault.
     """
 
-    def __init__(self, plan: Plan, emulate: bool = True) -> None:
+    def __init__(self, plan: VectorPlan, game_factory: str = GAME_FACTORY) -> None:
+        if not isinstance(game_factory, str) or not all(game_factory.partition(":")[::2]):
+            raise ValueError(f"game_factory must be 'module:qualname', got {game_factory!r}")
         config = plan.config
-        self.blocks = assign_workers(plan.lineup, config.num_workers, balance=config.balance)
+        # the local-worker keywords are checked here, where they are used (on a Ray actor's
+        # node, its cores are the default)
+        workers = WorkerSettings.checked(plan.num_envs, **plan.workers)
+        self.blocks = assign_workers(plan.lineup, workers.num_workers, balance=workers.balance)
         self.num_workers = len(self.blocks)
         self.timeout = config.timeout
         self.seeds = SeedBook(plan.env_ids)
         self._policy = RestartPolicy(self.num_workers, config.max_crashes_without_progress,
                                      config.max_restarts)
-        self._cpus = config.cpus
+        self._cpus = workers.cpus
         buffers = SharedBuffers(plan.layout)
         self.buffers = buffers
         self._firsts = np.array([block[0] for block in self.blocks], np.int64)
@@ -133,7 +141,7 @@ class WorkerPool(Executor):
         self._config = WorkerConfig(
             index=-1, env_ids=(), games=plan.lineup.env_games(), layout=plan.layout,
             same_step=config.same_step, prereset=config.next_step,
-            ale_actions=plan.ale_actions, resets=(), emulate=emulate,
+            ale_actions=plan.ale_actions, resets=(), game_factory=game_factory,
             wake_fd=self._res.wake_fd, memory=buffers.handle)
         self._names = [f"worker {k}" for k in range(self.num_workers)]
         self._res.workers = [None] * self.num_workers
@@ -264,7 +272,7 @@ class WorkerPool(Executor):
         for conn in _wait_pipes(list(by_conn), 0.0):
             k = by_conn[conn]
             try:
-                reply = protocol.decode_reply(conn.recv_bytes())
+                reply = messages.decode_reply(conn.recv_bytes())
             except (EOFError, OSError):
                 replies.append(self._replace(k))
                 continue
@@ -370,7 +378,7 @@ class WorkerPool(Executor):
     def _receive(self, k: int, expect: ReplyKind) -> Reply:
         worker = self._res.workers[k]
         try:
-            reply = protocol.decode_reply(worker.conn.recv_bytes())  # type: ignore[union-attr]
+            reply = messages.decode_reply(worker.conn.recv_bytes())  # type: ignore[union-attr]
         except (EOFError, OSError):
             return self._replace(k)
         if reply.kind is ReplyKind.ERROR:

@@ -10,33 +10,26 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from fastatari.core import validate
 from fastatari.core.snapshot import FORMAT, EnvSnapshot, check_snapshots, warn_if_inexact
 from fastatari.vector import contract
-from fastatari.vector.contract import Phase, State
+from fastatari.vector.contract import CallOrder, State
 from fastatari.vector.executor import Executor
-from fastatari.vector.lineup import Lineup
+from fastatari.vector.plan import VectorPlan
 
 __all__ = ["Snapshots"]
 
 
-class Snapshots:
+class Snapshots(CallOrder):
     """``clone``, ``restore``, ``state_dict`` and ``load_state_dict`` over the vector env's
-    executor and per-env state (``_ended``, ``_restarted``, ``_phase``)."""
+    plan, executor and per-env bookkeeping (its ``book``)."""
 
     num_envs: int
+    plan: VectorPlan
     executor: Executor
     autoreset_mode: AutoresetMode
-    _lineup: Lineup
-    _state: State
-    _ended: np.ndarray
-    _restarted: np.ndarray
-    _phase: np.ndarray
-
-    # and the vector env's checks (_check_open, _check_not_async, _check_was_reset,
-    # _check_idle, _check_env_ids) and _apply_all (the executor's replies)
 
     @contract.one_caller
     def clone(self, env_ids: Any = None) -> List[EnvSnapshot]:
@@ -51,14 +44,15 @@ class Snapshots:
         """
         self._check_open()
         self._check_was_reset("clone")
-        ids = self._check_env_ids(env_ids)
-        self._check_idle(ids, "clone")
+        ids = validate.check_env_ids(env_ids, self.num_envs)
+        self.book.check_idle(ids, "clone")
         states, replies = self.executor.clone(ids)
-        self._apply_all(replies)
-        seeds, games = self.executor.seeds.last, self._lineup.games
-        return [EnvSnapshot(games[i], self._lineup.options[games[i]], state,
-                            ended=bool(self._ended[i]), seed=seeds[i])
-                for i, state in zip(ids.tolist(), states, strict=True)]
+        self.book.apply(replies)
+        seeds, lineup = self.executor.seeds.last, self.plan.lineup
+        ended = self.book.ended(ids)
+        return [EnvSnapshot(lineup.games[i], lineup.options[lineup.games[i]], state,
+                            ended=bool(ended[j]), seed=seeds[i])
+                for j, (i, state) in enumerate(zip(ids.tolist(), states, strict=True))]
 
     @contract.one_caller
     def restore(self, snapshots: Sequence[EnvSnapshot], env_ids: Any = None) -> None:
@@ -72,12 +66,12 @@ class Snapshots:
         env must be restored (they then need no reset).
         """
         self._check_open()
-        ids = self._check_env_ids(env_ids)
-        self._check_idle(ids, "restore")
+        ids = validate.check_env_ids(env_ids, self.num_envs)
+        self.book.check_idle(ids, "restore")
         snapshots = check_snapshots(snapshots, ids.size)
         if self._state is State.NEEDS_RESET and ids.size != self.num_envs:
             self._check_was_reset("restore a subset of envs")
-        games, options = self._lineup.games, self._lineup.options
+        games, options = self.plan.lineup.games, self.plan.lineup.options
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         for i, snap in zip(ids.tolist(), snapshots, strict=True):
             snap.check(games[i], options[games[i]])
@@ -89,14 +83,12 @@ class Snapshots:
         replies = self.executor.restore([(i, snap.state)
                                          for i, snap in zip(ids.tolist(), snapshots,
                                                             strict=True)])
-        self._apply_all(replies)
+        self.book.apply(replies)
         book = self.executor.seeds
         for i, snap in zip(ids.tolist(), snapshots, strict=True):
             book.last[i] = snap.seed
         book.games_exist = True
-        self._ended[ids] = [snap.ended for snap in snapshots]
-        self._restarted[ids] = False
-        self._phase[ids] = Phase.IDLE
+        self.book.set(ids, [snap.ended for snap in snapshots], False)
         if self._state is State.NEEDS_RESET:
             self._state = State.IDLE
 

@@ -2,11 +2,12 @@
 
 A worker is started from fastatari's own entry point (:func:`main`, see ``launch``): it never
 imports the trainer's ``__main__``, and it imports only numpy, ale_py and fastatari's game
-layer. Observations never travel through the pipe: each game writes its stack straight into its
+layer (and the module of its game factory, ``WorkerConfig.game_factory``, where that is not the
+real game). Observations never travel through the pipe: each game writes its stack straight into its
 slot of the shared memory, and the worker writes every other result column there too (the
-columns come from :mod:`fastatari.core.schema`). Messages are those of :mod:`.protocol`.
+columns come from :mod:`fastatari.core.schema`). Messages are those of :mod:`.messages`.
 
-Commands come through shared memory too (``csrc/fa_wait.c``): the trainer writes each env's
+Commands come through shared memory too (``fa_wait.c``): the trainer writes each env's
 op, then publishes a new generation; the worker takes its envs' ops and completes each env as
 its results are written. A worker that has just finished watches the generation for a moment
 before it sleeps on it: on a virtual machine, waking a sleeping process costs tens of
@@ -17,13 +18,14 @@ announced by the worker's ``pending`` word.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import signal
 import sys
 import time
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -31,15 +33,25 @@ from fastatari.core.continuous import joystick
 from fastatari.core.game import ALE_ACTIONS, AtariGame
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.core.snapshot import GameState, PendingReset, pack_frames, unpack_frames
-from fastatari.vector import protocol
+from fastatari.vector import messages
 from fastatari.vector._wait import claim, complete, generation, wait_generation
 from fastatari.vector.buffers import SharedBuffers
-from fastatari.vector.protocol import Command, Op, ResetRequest, WorkerConfig
+from fastatari.vector.messages import Command, Op, ResetRequest, WorkerConfig
 
 # How long an idle worker watches for its next command before it sleeps
 SPIN_SECONDS = 500e-6
 # How long it sleeps before it looks whether the trainer is still there
 LIVENESS_SECONDS = 0.5
+
+
+def load_factory(spec: str) -> Callable[..., AtariGame]:
+    """What ``"module:qualname"`` names (:data:`~fastatari.vector.messages.GAME_FACTORY`),
+    imported here, in the worker."""
+    module, _, qualname = spec.partition(":")
+    value: Any = importlib.import_module(module)
+    for name in qualname.split("."):
+        value = getattr(value, name)
+    return value
 
 
 class Worker:
@@ -55,7 +67,7 @@ class Worker:
         self._control = buffers.control
         self._evfd = config.wake_fd
         self._ale_actions = config.ale_actions
-        self._emulate = config.emulate
+        self._new_game = load_factory(config.game_factory)
         self._action_maps: Dict[int, List[int]] = {}  # env -> ALE action -> its game's index
         options = config.games[0][1]  # these are the same for every game of a vector env
         self._continuous = options.continuous
@@ -81,7 +93,8 @@ class Worker:
         game = self.games.get(i)
         if game is None:
             rom, options = self._games_spec[i]
-            game = self.games[i] = AtariGame(rom, options, stack=self.buffers.obs[i], seed=seed)
+            game = self.games[i] = self._new_game(rom, options, stack=self.buffers.obs[i],
+                                                  seed=seed)
             if self._ale_actions and len(game.action_set) != len(ALE_ACTIONS):
                 # a game without all 18 actions (Skiing has 9): the others play NOOP
                 where = {a: j for j, a in enumerate(game.action_set)}
@@ -169,9 +182,6 @@ class Worker:
             self.reset([(i, None)])
             return
         b = self.buffers
-        if not self._emulate:  # the transport alone: a result column written, no emulation
-            b.reward[i] = 0.0
-            return
         game = self.games[i]
         if self._continuous:
             reward, terminated, truncated, info = game.step(*joystick(b.action[i],
@@ -282,7 +292,7 @@ def serve(conn: Connection) -> None:
         worker = Worker(buffers, config)
         worker.reset(config.resets, restarted=config.restarted)
         seen = generation(buffers.control)  # before READY: no command is published before it
-        conn.send_bytes(protocol.encode_ready())
+        conn.send_bytes(messages.encode_ready())
         _serve_commands(conn, worker, buffers, seen)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the trainer is gone
@@ -290,7 +300,7 @@ def serve(conn: Connection) -> None:
         # An exception may leave a game half-stepped: the worker ends, and the trainer
         # replaces it (its envs reset, reported truncated) rather than go on from there.
         try:
-            conn.send_bytes(protocol.encode_error(traceback.format_exc()))
+            conn.send_bytes(messages.encode_error(traceback.format_exc()))
         except OSError:
             pass
     finally:
@@ -327,17 +337,17 @@ def _serve_commands(conn: Connection, worker: Worker, buffers: SharedBuffers,
 def _pipe_command(conn: Connection, worker: Worker) -> bool:
     """Run the command in the pipe (reset, render, clone, restore, close) and answer it;
     True for CLOSE."""
-    command, payload = protocol.decode_command(conn.recv_bytes())
+    command, payload = messages.decode_command(conn.recv_bytes())
     if command is Command.RESET:
         worker.reset(payload)
-        conn.send_bytes(protocol.DONE)
+        conn.send_bytes(messages.DONE)
     elif command is Command.RENDER:
-        conn.send_bytes(protocol.encode_rendered(worker.render(payload)))
+        conn.send_bytes(messages.encode_rendered(worker.render(payload)))
     elif command is Command.CLONE:
-        conn.send_bytes(protocol.encode_cloned(worker.clone(payload)))
+        conn.send_bytes(messages.encode_cloned(worker.clone(payload)))
     elif command is Command.RESTORE:
         worker.restore(payload)
-        conn.send_bytes(protocol.DONE)
+        conn.send_bytes(messages.DONE)
     elif command is Command.CLOSE:
         return True
     return False

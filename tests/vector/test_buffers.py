@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from _processes import linux_only
+from .._processes import linux_only
 from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 from fastatari.vector.buffers import Layout, SharedMemory, SharedBuffers
 

@@ -10,21 +10,20 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import fastatari
-from fastatari.vector.config import VECTOR_KEYWORDS, VectorConfig, split_keywords
+from fastatari.vector.config import VECTOR_KEYWORDS, VectorConfig, WorkerSettings, split_keywords
+from fastatari.vector.plan import plan_vec
 from fastatari.vector.executor import RestartPolicy, SeedBook
 
 
 def test_config_defaults_and_checks():
-    config = VectorConfig.checked(8, num_workers=2)
-    assert (config.num_workers, config.batch_size, config.copy, config.timeout) == (2, 8, True,
-                                                                                   120.0)
+    config = VectorConfig.checked(8)
+    assert (config.batch_size, config.copy, config.timeout) == (8, True, 120.0)
     assert config.autoreset_mode is AutoresetMode.NEXT_STEP and config.next_step
-    assert not config.same_step and config.cpus is None and config.max_restarts is None
+    assert not config.same_step and config.max_restarts is None
     assert VectorConfig.checked(3, autoreset_mode="SameStep").same_step
-    assert 1 <= VectorConfig.checked(1).num_workers == 1  # never more workers than envs
-    for bad, match in [({"num_workers": 9}, "num_workers"), ({"batch_size": 0}, "batch_size"),
+    for bad, match in [({"batch_size": 0}, "batch_size"),
                        ({"copy": 1}, "copy"), ({"timeout": -1}, "timeout"),
-                       ({"max_restarts": -1}, "max_restarts"), ({"balance": "yes"}, "balance"),
+                       ({"max_restarts": -1}, "max_restarts"),
                        ({"max_crashes_without_progress": 0}, "max_crashes"),
                        ({"render_mode": "human"}, "render_mode"),
                        ({"autoreset_mode": "sometimes"}, "autoreset_mode")]:
@@ -32,17 +31,30 @@ def test_config_defaults_and_checks():
             VectorConfig.checked(8, **bad)
     with pytest.raises(TypeError):
         VectorConfig.checked(8, frame_skip=4)  # an option, not a vector keyword
+    with pytest.raises(TypeError):
+        VectorConfig.checked(8, num_workers=2)  # a worker setting, checked by the pool
+
+
+def test_worker_settings_defaults_and_checks():
+    workers = WorkerSettings.checked(8, num_workers=2)
+    assert (workers.num_workers, workers.cpus, workers.balance) == (2, None, True)
+    assert WorkerSettings.checked(1).num_workers == 1  # never more workers than envs
+    for bad, match in [({"num_workers": 9}, "num_workers"), ({"num_workers": 0}, "num_workers"),
+                       ({"balance": "yes"}, "balance")]:
+        with pytest.raises(ValueError, match=match):
+            WorkerSettings.checked(8, **bad)
 
 
 def test_keywords_split_once_for_every_front_end():
-    vector, options = split_keywords({"num_workers": 2, "frame_skip": 3, "copy": False,
-                                      "noop_max": 0})
-    assert vector == {"num_workers": 2, "copy": False}
+    front, workers, options = split_keywords({"num_workers": 2, "frame_skip": 3,
+                                              "copy": False, "noop_max": 0, "cpus": None})
+    assert front == {"copy": False} and workers == {"num_workers": 2, "cpus": None}
     assert options == {"frame_skip": 3, "noop_max": 0}
-    assert set(VECTOR_KEYWORDS) == {f.name for f in dataclasses.fields(VectorConfig)}
-    # the vector env's constructor re-declares none of them: they come through **keywords
-    parameters = inspect.signature(fastatari.AtariVectorEnv.__init__).parameters
-    assert not set(parameters) & set(VECTOR_KEYWORDS)
+    assert set(VECTOR_KEYWORDS) == ({f.name for f in dataclasses.fields(VectorConfig)}
+                                    | {f.name for f in dataclasses.fields(WorkerSettings)})
+    # make_vec and plan_vec re-declare none of them: they come through **keywords
+    for function in (fastatari.make_vec, plan_vec):
+        assert not set(inspect.signature(function).parameters) & set(VECTOR_KEYWORDS)
 
 
 def test_restart_seeds_derive_from_last_seed_and_restart_count():

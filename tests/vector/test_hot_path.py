@@ -1,4 +1,4 @@
-"""The step through shared memory (pool.py, worker.py, csrc/fa_wait.c): a death seen while the
+"""The step through shared memory (pool.py, worker.py, fa_wait.c): a death seen while the
 trainer sleeps, Ctrl-C during the wait, first-ready order across workers of unequal speed, and
 more workers than cores. Timing is never asserted beyond "not at the deadline"."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 
-from _processes import alive, linux_only
+from .._processes import alive, linux_only
 from fastatari.vector import make_vec
 
-from test_workers import FAST, clean_run, run_script
+from .test_workers import FAST, clean_run, run_script
 
 
 @linux_only

@@ -13,8 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from _processes import alive, blocks_held, linux_only, shm_segments
-from fastatari.vector import launch, make_vec, pool
+from .._processes import alive, blocks_held, linux_only, shm_segments
+from fastatari.vector import AtariVectorEnv, WorkerError, launch, make_vec, plan_vec, pool
 
 FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=1200)
 
@@ -264,3 +264,32 @@ def test_cpus_pin_workers_and_bad_ids_are_refused():
     for bad in ([max(allowed) + 1000], [], "some", [0.5], 3):
         with pytest.raises(ValueError, match="cpus must"):
             make_vec("breakout", 2, num_workers=2, cpus=bad)
+
+
+# -- the game factory --------------------------------------------------------------------------
+def test_workers_build_their_games_with_the_game_factory_they_are_given(tmp_path, monkeypatch):
+    """``WorkerPool(plan, game_factory="module:qualname")``: each worker imports the factory
+    and builds its games with it (here a game that rewards every step with its worker's pid);
+    a factory that cannot be imported fails the start with the worker's traceback."""
+    (tmp_path / "stand_in_games.py").write_text(textwrap.dedent("""
+        import os
+
+        from fastatari.core.game import AtariGame
+
+
+        class PidRewards(AtariGame):
+            def step(self, action):
+                _, terminated, truncated, info = super().step(action)
+                return float(os.getpid()), terminated, truncated, info
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))  # a worker gets the trainer's sys.path
+    plan = plan_vec("breakout", 4, num_workers=2, **FAST)
+    with AtariVectorEnv(plan, pool.WorkerPool(plan, "stand_in_games:PidRewards")) as envs:
+        envs.reset(seed=0)
+        rewards = envs.step(np.ones(4, np.int64))[1]
+        assert sorted(set(rewards.tolist())) == sorted(map(float, envs.worker_pids))
+    with pytest.raises(WorkerError, match="(?s)failed to start.*No module named 'no_such_games'"):
+        AtariVectorEnv(plan, pool.WorkerPool(plan, game_factory="no_such_games:Game"))
+    for bad in ("AtariGame", "fastatari.core.game:", ":AtariGame", None):
+        with pytest.raises(ValueError, match="game_factory must be 'module:qualname'"):
+            pool.WorkerPool(plan, game_factory=bad)

@@ -11,48 +11,24 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from fastatari.bench.harness import (
-    RATE_HEADER,
-    BenchConfig,
-    Contender,
-    Contenders,
-    Section,
-    bare_loop,
-    draw_actions,
-    markdown_table,
-    rate,
-    rate_rows,
-)
-from fastatari.bench.systems import fastatari_env, gymnasium_env
+from fastatari.bench.harness import (RATE_HEADER, BenchConfig, Contender, Contenders, Rate,
+                                     Section, bare_loop, draw_actions, markdown_table, rate_rows,
+                                     rates)
+from fastatari.bench.systems import gymnasium_reference_env
 
 CEILING = "raw ALE (4× ale.act)"
 
 
 @dataclass
-class EnvResult:
-    system: str
-    steps_per_s: float
-    frames_per_s: float
-    ratio_to_ceiling: float
-    note: str
-    rounds_steps_per_s: list[float]  # one per round, to judge the noise
-
-
-@dataclass
 class EnvsReport:
-    envs: list[EnvResult] = field(default_factory=list)
+    envs: list[Rate] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # system -> why it did not run
-
-
-def ceiling_contender(config: BenchConfig) -> Contender:
-    run = bare_loop(config.game, config.seed, config.rounds, config.steps)
-    return Contender("envs", CEILING, config.steps, run,
-                     note="the emulation ceiling, one core, no preprocessing")
 
 
 def env_contender(name: str, env, config: BenchConfig, note: str) -> Contender:
     """Random actions through a gymnasium.Env, resetting when an episode ends."""
-    rows = draw_actions(config.seed, int(env.action_space.n), config.rounds, config.steps)
+    rows = draw_actions(config.seed, int(env.action_space.n), config.rounds,
+                        config.steps).tolist()
     env.reset(seed=config.seed)
 
     def run(round_index: int) -> None:
@@ -64,33 +40,29 @@ def env_contender(name: str, env, config: BenchConfig, note: str) -> Contender:
     return Contender("envs", name, config.steps, run, note=note, close=env.close)
 
 
+def fastatari_env(config: BenchConfig):
+    import fastatari
+
+    return fastatari.AtariEnv(config.game, repeat_action_probability=0.0)
+
+
 def env_contenders(config: BenchConfig) -> Contenders:
     skipped: dict[str, str] = {}
-    contenders = [ceiling_contender(config)]
+    contenders = [Contender("envs", CEILING, config.steps,
+                            bare_loop(config.game, config.seed, config.rounds, config.steps),
+                            note="the emulation ceiling, one core, no preprocessing")]
     makers = [
         ("fastatari AtariEnv", fastatari_env, "fastatari.AtariEnv, fused kernels"),
-        ("gymnasium AtariPreprocessing + FrameStack", gymnasium_env,
-         "the reference pipeline, 1 env"),
+        ("gymnasium AtariPreprocessing + FrameStack",
+         lambda config: gymnasium_reference_env(config.rom), "the reference pipeline, 1 env"),
     ]
     for name, make, note in makers:
         try:
-            env = make(config)
-        except (ImportError, AttributeError) as error:  # fastatari.AtariEnv may not exist yet
+            contenders.append(env_contender(name, make(config), config, note))
+        except ImportError as error:  # e.g. OpenCV missing for gymnasium's pipeline
             skipped[name] = f"{type(error).__name__}: {error}"
-            continue
-        contenders.append(env_contender(name, env, config, note))
-    return Contenders(contenders, lambda seconds: env_results(contenders, seconds, skipped))
-
-
-def env_results(contenders: list[Contender], seconds: dict[str, list[float]],
-                skipped: dict[str, str]) -> EnvsReport:
-    ceiling = seconds.get(CEILING)
-    results = []
-    for contender in contenders:
-        r = rate(seconds[contender.name], ceiling)
-        results.append(EnvResult(contender.name, r.steps_per_s, r.frames_per_s,
-                                 r.ratio_to_ceiling, contender.note, r.rounds_steps_per_s))
-    return EnvsReport(results, skipped)
+    return Contenders(contenders, lambda seconds: EnvsReport(
+        rates(contenders, seconds, CEILING), skipped))
 
 
 def env_table(report: EnvsReport) -> str:

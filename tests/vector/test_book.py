@@ -1,0 +1,57 @@
+"""fastatari.vector.book: the per-env bookkeeping, apart from any process."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.error import AlreadyPendingCallError
+
+from fastatari.vector.book import EnvBook
+from fastatari.vector.messages import Op, Reply, ReplyKind
+
+
+def test_send_answer_receive_in_answer_order():
+    book = EnvBook(4)
+    assert book.all_plain() and book.in_flight() == 0
+    ops, run = book.dispatch(np.array([0, 2, 3]))
+    assert run.tolist() == [0, 2, 3] and ops[[0, 2, 3]].tolist() == [Op.STEP] * 3
+    with pytest.raises(AlreadyPendingCallError, match="env 2"):
+        book.check_idle(np.array([1, 2]), "send")
+    book.apply([Reply(ReplyKind.DONE, envs=np.array([3, 0]))])
+    assert book.in_flight() == 3 and book.answered() == 2
+    assert book.take_answered(2).tolist() == [3, 0]
+    assert book.in_flight() == 1
+    book.check_idle(np.array([0, 1, 3]), "send")
+
+
+def test_ended_envs_reset_at_their_next_step():
+    book = EnvBook(3)
+    book.ended_now(slice(None), np.array([False, True, False]))
+    assert not book.all_plain()
+    ops, run = book.dispatch(np.arange(3))
+    assert ops.tolist() == [Op.STEP, Op.RESET, Op.STEP] and run.tolist() == [0, 1, 2]
+    book.all_idle()
+    book.reset(np.array([1]))
+    assert book.all_plain()
+
+
+def test_a_restart_is_answered_at_once_and_reported_once():
+    book = EnvBook(3)
+    book.ended_now(slice(None), np.array([True, False, False]))
+    book.apply([Reply(ReplyKind.RESTARTED, envs=np.array([], np.int64),
+                      restarted=np.array([0, 1]))])
+    assert book.ended(np.arange(3)).tolist() == [False, False, False]  # fresh games
+    _, run = book.dispatch(np.arange(3))
+    assert run.tolist() == [2] and book.answered() == 2  # the restarted hold their result
+    mask = np.ones(3, bool)
+    assert book.report_restarted(np.arange(3), mask).tolist() == [True, True, False]
+    assert not book.report_restarted(np.arange(3), mask).any()
+
+
+def test_set_and_get_carry_a_block():
+    book = EnvBook(4)
+    book.set(slice(2, 4), [True, False], [False, True])
+    ended, restarted = book.get(slice(None))
+    assert ended.tolist() == [False, False, True, False]
+    assert restarted.tolist() == [False, False, False, True]
+    book.set(np.array([0]), True)  # restarted unchanged
+    assert book.get(slice(None))[1].tolist() == [False, False, False, True]

@@ -1,0 +1,175 @@
+"""fastatari.vector._wait: the vector env's hot path in shared memory (fa_wait.c), apart
+from the kernels: publishing and waiting for commands, taking ops, completing envs in ticket
+order, waiting for completions (woken by the eventfd, or by a pipe), and the argument checks."""
+from __future__ import annotations
+
+import math
+import os
+import select
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from fastatari.vector import _wait
+from fastatari.vector._wait import (CONTROL_BYTES, DONE, EVENT, TIMEOUT, claim, complete,
+                                    completed, generation, publish, wait_done, wait_generation)
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="eventfd, epoll")
+
+
+def control_words() -> np.ndarray:
+    """A cache-line aligned control region, as the shared memory's first bytes are."""
+    raw = np.zeros(CONTROL_BYTES + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + CONTROL_BYTES]
+
+
+def later(action, delay=0.05):
+    timer = threading.Timer(delay, action)
+    timer.start()
+    return timer
+
+
+def test_generation_published_and_seen_by_a_waiting_thread():
+    control = control_words()
+    assert generation(control) == 0
+    start = time.perf_counter()
+    assert not wait_generation(control, 0, 0.0, 0.02)  # nothing published: times out
+    assert time.perf_counter() - start >= 0.02
+    timer = later(lambda: publish(control))  # the waiter sleeps (no spin) and is woken
+    assert wait_generation(control, 0, 0.0, 10.0)
+    timer.join()
+    assert generation(control) == 1
+    assert wait_generation(control, 0, 0.0, 0.0)  # differs already: at once
+
+
+def test_many_sleeping_waiters_all_woken_by_one_publish():
+    """The wake is passed on (two per woken waiter): every sleeper sees the publish."""
+    control = control_words()
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(
+        wait_generation(control, 0, 0.0, 10.0))) for _ in range(9)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)  # all asleep
+    start = time.perf_counter()
+    publish(control)
+    for thread in threads:
+        thread.join()
+    assert seen == [True] * 9 and time.perf_counter() - start < 5.0
+
+
+def test_claim_takes_an_op_once():
+    ops = np.array([0, 1, 2], np.uint8)
+    assert [claim(ops, i) for i in range(3)] == [0, 1, 2]
+    assert not ops.any() and claim(ops, 1) == 0
+
+
+def test_completions_are_counted_in_ticket_order():
+    control = control_words()
+    tickets = np.full(4, -1, np.int64)
+    for i in (2, 0, 3):
+        complete(control, tickets, i, -1)
+    assert tickets.tolist() == [1, -1, 0, 2] and completed(control) == 3
+    assert np.argsort(tickets[[0, 2, 3]]).tolist() == [1, 0, 2]  # env 2 first, then 0, 3
+
+
+def test_wait_done_portable_naps_until_the_count():
+    control = control_words()
+    tickets = np.full(2, -1, np.int64)
+    start = time.perf_counter()
+    assert wait_done(control, 1, -1, -1, 0.0, 0.02) == TIMEOUT
+    assert time.perf_counter() - start >= 0.02
+    timer = later(lambda: complete(control, tickets, 1, -1))
+    assert wait_done(control, 1, -1, -1, 0.0, 10.0) == DONE
+    timer.join()
+    assert wait_done(control, 1, -1, -1, 0.0, 0.0) == DONE  # reached already
+
+
+@linux_only
+def test_wait_done_sleeps_on_epoll_woken_by_the_target_completion_or_a_pipe():
+    control = control_words()
+    tickets = np.full(3, -1, np.int64)
+    evfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    epoll = select.epoll()
+    reader, writer = os.pipe()
+    try:
+        epoll.register(evfd, select.EPOLLIN)
+        epoll.register(reader, select.EPOLLIN)
+        # two completions, the trainer waits for both: only the second writes the eventfd
+        timer = later(lambda: [complete(control, tickets, i, evfd) for i in (0, 1)])
+        assert wait_done(control, 2, epoll.fileno(), evfd, 0.0, 10.0) == DONE
+        timer.join()
+        assert completed(control) == 2
+        # a worker's pipe speaks (its death: end of file; an error): EVENT, at once
+        timer = later(lambda: os.close(writer))
+        start = time.perf_counter()
+        assert wait_done(control, 3, epoll.fileno(), evfd, 0.0, 10.0) == EVENT
+        assert time.perf_counter() - start < 5.0
+        timer.join()
+        epoll.unregister(reader)
+        assert wait_done(control, 3, epoll.fileno(), evfd, 0.0, 0.05) == TIMEOUT
+    finally:
+        epoll.close()
+        os.close(evfd)
+        os.close(reader)
+
+
+@pytest.mark.parametrize("seconds", [math.inf, 1e12, 1e300, None])
+def test_a_wait_past_the_clock_has_no_deadline(seconds):
+    """2**64 ns and more (and None) saturate to "no deadline" instead of one in the past."""
+    control = control_words()
+    timer = later(lambda: publish(control))
+    assert wait_generation(control, 0, 0.0, seconds)
+    timer.join()
+
+
+class TestErrors:
+    def test_control_too_small_or_misaligned(self):
+        with pytest.raises(ValueError, match=f"control must hold {CONTROL_BYTES} bytes"):
+            publish(np.zeros(8, np.uint8))
+        with pytest.raises(ValueError, match="64-byte aligned"):
+            publish(control_words_misaligned())
+
+    def test_index_out_of_range(self):
+        with pytest.raises(IndexError, match="env 3 out of range for 3 ops"):
+            claim(np.zeros(3, np.uint8), 3)
+        with pytest.raises(IndexError, match="env -1 out of range for 2 tickets"):
+            complete(control_words(), np.zeros(2, np.int64), -1, -1)
+
+    @pytest.mark.parametrize("seconds", [-1.0, math.nan])
+    def test_bad_timeout(self, seconds):
+        with pytest.raises(ValueError, match="timeout must be >= 0 or None"):
+            wait_generation(control_words(), 0, 0.0, seconds)
+        with pytest.raises(ValueError, match="timeout must be >= 0 or None"):
+            wait_done(control_words(), 1, -1, -1, 0.0, seconds)
+
+    def test_wrong_dtype(self):
+        with pytest.raises(ValueError, match="Buffer dtype mismatch"):
+            claim(np.zeros(2, np.int32), 0)
+
+    def test_not_contiguous(self):
+        with pytest.raises(ValueError, match="contiguous"):
+            claim(np.zeros(4, np.uint8)[::2], 0)
+
+
+def control_words_misaligned() -> np.ndarray:
+    raw = np.zeros(CONTROL_BYTES + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64 + 1
+    return raw[start:start + CONTROL_BYTES]
+
+
+def test_the_layout_reserves_the_control_words():
+    from fastatari.vector.buffers import CONTROL_BYTES as reserved
+
+    assert reserved == CONTROL_BYTES
+
+
+def test_not_in_the_kernels():
+    from fastatari.kernels import _kernels
+
+    assert not hasattr(_kernels, "publish") and _wait.FAST_WAITS == sys.platform.startswith(
+        "linux")
