@@ -5,7 +5,7 @@ returns a :class:`RayAtariVectorEnv`: :class:`fastatari.AtariVectorEnv`'s gymnas
 over a :class:`~fastatari.ray.executor.RayExecutor`. Actor ``k`` owns the contiguous block of
 envs ``blocks[k]`` and runs them with a local executor (its worker processes and shared memory
 stay on the actor's node); the driver scatters actions and gathers the rows of results through
-Ray's object store. A Ray call costs about a millisecond against the local step's ~85 µs
+Ray's object store. A Ray call costs an order of magnitude more than the local step's
 transport, so the unit of work is a node, never an env: throughput comes from whole blocks per
 call, batches in flight (``send`` / ``recv``) and :meth:`RayAtariVectorEnv.rollout`, which runs
 ``T`` steps of a policy next to the envs in one call.
@@ -15,7 +15,7 @@ byte-identical to the local env's sub-env ``i`` (seed ``s + i``), whatever the n
 actors; a dead actor or node is recovered like a dead local worker (its envs re-seeded and
 reported truncated with ``info["worker_restarted"]``, the others untouched). The modules:
 ``env`` (the vector env, ``rollout``, :func:`make_vec`), ``executor`` (actors, calls,
-recovery), ``actor`` (one actor: a local executor), ``infos`` (batched info dicts joined).
+recovery), ``actor`` (one actor: a local executor).
 """
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ except ImportError as error:  # pragma: no cover - depends on the install
 from fastatari.ray.actor import ActorRestarted
 from fastatari.ray.env import RayAtariVectorEnv, Rollout, make_vec
 from fastatari.ray.executor import DEFAULT_ACTOR_TIMEOUT
-from fastatari.ray.infos import take as _take  # noqa: F401 - the tests' helper
 
 __all__ = ["ActorRestarted", "DEFAULT_ACTOR_TIMEOUT", "RayAtariVectorEnv", "Rollout",
            "make_vec"]

@@ -19,10 +19,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from fastatari.core.snapshot import GameState
-from fastatari.ray.infos import stack
+from fastatari.vector import rollout
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.pool import WorkerPool
+from fastatari.vector.rollout import Rollout
 from fastatari.vector.messages import Reply, ResetRequest
 
 __all__ = ["ActorRestarted", "EnvActor"]
@@ -101,52 +102,42 @@ class EnvActor:
             replies += pool.collect()
         return self._answer(replies)
 
-    def reset(self, epoch: int, requests: Sequence[ResetRequest]) -> Answer:
-        return self._answer(self._check(epoch).reset(requests), [i for i, _ in requests])
+    # reset, render, clone, restore: ``items`` are ``(env, payload)`` (a seed, a state, None);
+    # each returns its value (or None) and the answer
+    def reset(self, epoch: int, items: Sequence[ResetRequest]) -> Tuple[None, Answer]:
+        return None, self._answer(self._check(epoch).reset(items), [i for i, _ in items])
 
-    def render(self, epoch: int, ids: np.ndarray) -> Tuple[np.ndarray, Answer]:
-        screens, replies = self._check(epoch).render(ids)
+    def render(self, epoch: int, items: Sequence[Tuple[int, None]]
+               ) -> Tuple[np.ndarray, Answer]:
+        screens, replies = self._check(epoch).render(np.array([i for i, _ in items]))
         return screens, self._answer(replies)
 
-    def clone(self, epoch: int, ids: np.ndarray) -> Tuple[List[GameState], Answer]:
-        states, replies = self._check(epoch).clone(ids)
+    def clone(self, epoch: int, items: Sequence[Tuple[int, None]]
+              ) -> Tuple[List[GameState], Answer]:
+        states, replies = self._check(epoch).clone(np.array([i for i, _ in items]))
         return states, self._answer(replies)
 
-    def restore(self, epoch: int, items: Sequence[Tuple[int, GameState]]) -> Answer:
+    def restore(self, epoch: int, items: Sequence[Tuple[int, GameState]]) -> Tuple[None, Answer]:
         """Put back game states; the restored envs' rows (their observations) come back."""
-        return self._answer(self._check(epoch).restore(items), [i for i, _ in items])
+        return None, self._answer(self._check(epoch).restore(items), [i for i, _ in items])
 
     def rollout(self, epoch: int, policy: Any, num_steps: int, ended: np.ndarray,
-                restarted: np.ndarray):
-        """``num_steps`` steps of every env, ``actions = policy(obs)`` before each, by the
-        vector env's own rules: this actor's envs under the driver's per-env state (``ended``,
-        ``restarted``). Returns the steps, the state after them and the rows of every env."""
+                restarted: np.ndarray) -> Tuple[Rollout, Tuple[np.ndarray, np.ndarray],
+                                                Dict[str, np.ndarray]]:
+        """``num_steps`` steps of every env by the vector env's own rules, this actor's envs
+        under the driver's per-env state (``ended``, ``restarted``). Returns the steps, the
+        state after them and the rows of every env."""
         pool = self._check(epoch)
         if self.front is None or self.front.executor is not pool:
             self.front = AtariVectorEnv(self.plan, pool, started=True)
-        front = self.front
-        front.adopt(ended, restarted)
-        count = self.plan.num_envs
-        current = pool.buffers.obs
+        self.front.adopt(ended, restarted)
         # kept between calls (a result is copied into the object store as it is returned):
         # the observations' pages are touched once, not at every rollout
-        if self.rollout_obs is None or len(self.rollout_obs) != num_steps:
-            self.rollout_obs = np.empty((num_steps,) + current.shape, current.dtype)
-        obs = self.rollout_obs
-        action = pool.buffers.action  # its dtype and shape: discrete or continuous actions
-        actions = np.empty((num_steps,) + action.shape, action.dtype)
-        rewards = np.empty((num_steps, count), np.float64)
-        terminated = np.empty((num_steps, count), bool)
-        truncated = np.empty((num_steps, count), bool)
-        infos = []
-        for t in range(num_steps):
-            obs[t] = current
-            actions[t] = self.plan.check_actions(policy(obs[t]), count)
-            _, rewards[t], terminated[t], truncated[t], info = front.step(actions[t])
-            infos.append(info)
-        state = front.book.get(slice(None))
-        return ((obs, actions, rewards, terminated, truncated, current.copy(), stack(infos)),
-                state, self._rows(np.arange(count)))
+        shape = (num_steps,) + pool.buffers.obs.shape
+        if self.rollout_obs is None or self.rollout_obs.shape != shape:
+            self.rollout_obs = np.empty(shape, np.uint8)
+        steps = rollout.run(self.front, policy, num_steps, self.rollout_obs)
+        return steps, self.front.book.get(slice(None)), self._rows(np.arange(self.plan.num_envs))
 
     def close(self) -> None:
         if self.pool is not None:

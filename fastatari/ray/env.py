@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import ray
-from gymnasium.vector import AutoresetMode
 
-from fastatari.core import validate
 from fastatari.ray.executor import DEFAULT_ACTOR_TIMEOUT, RayExecutor, Recovered
-from fastatari.ray.infos import concat
 from fastatari.vector.contract import one_caller
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.plan import plan_vec
+from fastatari.vector.rollout import Rollout, concat
 
 __all__ = ["DEFAULT_ACTOR_TIMEOUT", "RayAtariVectorEnv", "Rollout", "make_vec"]
-
-
-class Rollout(NamedTuple):
-    """``T`` steps of all envs under one policy (:meth:`RayAtariVectorEnv.rollout`).
-
-    ``obs[t]`` is what the policy saw at step ``t``, ``actions[t]`` what it chose,
-    ``rewards[t]``, ``terminated[t]`` and ``truncated[t]`` the step's outcome; ``next_obs`` is
-    the observation after the last step. ``info`` holds the steps' batched info dicts stacked:
-    each entry ``(T, N)`` with its ``_key`` mask ``(T, N)`` (``info["game"]["r"][t, i]`` is
-    the return of env ``i``'s game that ended at step ``t``, where ``info["_game"][t, i]``).
-    """
-
-    obs: np.ndarray  # (T, N, *obs_shape) uint8
-    actions: np.ndarray  # (T, N) int64
-    rewards: np.ndarray  # (T, N) float64
-    terminated: np.ndarray  # (T, N) bool
-    truncated: np.ndarray  # (T, N) bool
-    next_obs: np.ndarray  # (N, *obs_shape) uint8
-    info: Dict[str, Any]  # entries (T, N)
 
 
 class RayAtariVectorEnv(AtariVectorEnv):
@@ -100,12 +79,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
         afterwards for the next rollout or step. Needs an autoreset mode (``next_step`` or
         ``same_step``).
         """
-        self._check_not_async("rollout")
-        self._check_was_reset("rollout")
-        if self.metadata["autoreset_mode"] is AutoresetMode.DISABLED:
-            raise ValueError("rollout() needs autoreset: an env cannot stop mid-rollout for a "
-                             "reset (autoreset_mode is DISABLED)")
-        num_steps = validate.check_int("num_steps", num_steps, 1)
+        num_steps = self._check_rollout(num_steps)
         if not callable(policy) and not isinstance(policy, ray.ObjectRef):
             raise TypeError(f"policy must be callable (obs -> actions), got {policy!r}")
         policy_ref = policy if isinstance(policy, ray.ObjectRef) else ray.put(policy)

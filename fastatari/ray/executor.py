@@ -354,50 +354,37 @@ class RayExecutor(Executor):
         owners = np.searchsorted(self._lasts, ids)
         return [(k, owners == k) for k in np.unique(owners).tolist()]
 
+    def _scatter(self, method: str, items: Sequence[Tuple[int, Any]]
+                 ) -> Tuple[List[Any], List[Reply]]:
+        """Call ``method`` of every actor owning envs of ``items`` (``(env, payload)``) with
+        its items, in its own env ids; the values per item, and the replies."""
+        ids = np.array([i for i, _ in items], np.int64)
+        values: List[Any] = [None] * ids.size
+        replies: List[Reply] = []
+        for k, rows in self._by_actor(ids):
+            rows = np.flatnonzero(rows).tolist()
+            start = int(self._starts[k])
+            (got, answer), seen = self.call(k, method, [(items[j][0] - start, items[j][1])
+                                                        for j in rows])
+            replies += seen + self._take_answer(k, answer)
+            for j, value in zip(rows, got if got is not None else [None] * len(rows),
+                                strict=True):
+                values[j] = value
+        return values, replies
+
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         self.seeds.record(requests)
-        ids = np.array([i for i, _ in requests], np.int64)
-        seed_of = dict(requests)
-        replies: List[Reply] = []
-        for k, rows in self._by_actor(ids):
-            start = int(self._starts[k])
-            answer, seen = self.call(k, "reset",
-                                     [(i - start, seed_of[i]) for i in ids[rows].tolist()])
-            replies += seen + self._take_answer(k, answer)
-        return replies
+        return self._scatter("reset", requests)[1]
 
     def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
-        out: Optional[np.ndarray] = None
-        replies: List[Reply] = []
-        for k, rows in self._by_actor(ids):
-            (screens, answer), seen = self.call(k, "render", ids[rows] - self._starts[k])
-            replies += seen + self._take_answer(k, answer)
-            if out is None:
-                out = np.empty((ids.size,) + screens.shape[1:], screens.dtype)
-            out[rows] = screens
-        assert out is not None
-        return out, replies
+        screens, replies = self._scatter("render", [(i, None) for i in ids.tolist()])
+        return np.stack(screens), replies
 
     def clone(self, ids: np.ndarray) -> Tuple[List[GameState], List[Reply]]:
-        states: List[Any] = [None] * ids.size
-        replies: List[Reply] = []
-        for k, rows in self._by_actor(ids):
-            (got, answer), seen = self.call(k, "clone", ids[rows] - self._starts[k])
-            replies += seen + self._take_answer(k, answer)
-            for row, state in zip(np.flatnonzero(rows).tolist(), got, strict=True):
-                states[row] = state
-        return states, replies
+        return self._scatter("clone", [(i, None) for i in ids.tolist()])
 
     def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
-        ids = np.array([i for i, _ in items], np.int64)
-        replies: List[Reply] = []
-        for k, rows in self._by_actor(ids):
-            start = int(self._starts[k])
-            mine = [(i - start, state) for (i, state), row in zip(items, rows, strict=True)
-                    if row]
-            answer, seen = self.call(k, "restore", mine)
-            replies += seen + self._take_answer(k, answer)
-        return replies
+        return self._scatter("restore", items)[1]
 
     # -- close -----------------------------------------------------------------------------------
     @property

@@ -216,12 +216,8 @@ class _GifBackend:
     GIF89a container around those images: only the rectangle that changed since the previous
     frame, with its own colour table, drawn over it; identical consecutive frames become one
     longer frame (as Pillow does). Each frame reaches the file when the next one differs.
-
-    Measured against Pillow's writer (Pillow 13.0, 2,000 frames of Breakout, 210x160 RGB,
-    frame skip 4, 15 fps; both decode back exactly): this class 0.89 s, 204 kB, 3 MiB peak
-    memory; ``save(save_all=True, append_images=...)`` 2.09 s, 279 kB, 330 MiB (140 MiB with
-    the frames held as palette images), growing with the length: ~4.5 GB for a 27,000-step
-    episode (108,000 frames at frame skip 4).
+    Pillow's writer's memory grows with the recording (the README's Benchmarks section has
+    the measurement); this one's does not.
     """
 
     def __init__(self, path: str, fps: float) -> None:

@@ -11,7 +11,7 @@ the envs: the local worker processes, :class:`~.pool.WorkerPool`, or Ray actors,
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
@@ -21,12 +21,13 @@ from gymnasium.vector.utils import batch_space
 from fastatari.core import validate
 from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
-from fastatari.vector import contract
+from fastatari.vector import contract, rollout
 from fastatari.vector.book import EnvBook
 from fastatari.vector.contract import CallOrder, State
 from fastatari.vector.executor import Executor, WorkerError
 from fastatari.vector.messages import Reply, ReplyKind
 from fastatari.vector.plan import VectorPlan
+from fastatari.vector.rollout import Rollout
 from fastatari.vector.snapshots import Snapshots
 
 __all__ = ["AtariVectorEnv", "WorkerError"]
@@ -282,6 +283,26 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         ops, run = self.book.dispatch(ids)
         if run.size:
             self.executor.run(ops, run)
+
+    @contract.one_caller
+    def rollout(self, policy: Callable[[np.ndarray], Any], num_steps: int) -> Rollout:
+        """``num_steps`` steps of every env with ``actions = policy(obs)`` before each, as
+        arrays (:class:`~fastatari.vector.rollout.Rollout`: ``(T, N, ...)`` observations,
+        actions, rewards, flags and stacked infos, and the next observations). The envs go on
+        from where they are and stay there. Needs an autoreset mode."""
+        num_steps = self._check_rollout(num_steps)
+        if not callable(policy):
+            raise TypeError(f"policy must be callable (obs -> actions), got {policy!r}")
+        obs = np.empty((num_steps,) + self._buf.obs.shape, np.uint8)
+        return rollout.run(self, policy, num_steps, obs)
+
+    def _check_rollout(self, num_steps: Any) -> int:
+        self._check_not_async("rollout")
+        self._check_was_reset("rollout")
+        if self.autoreset_mode is gymnasium.vector.AutoresetMode.DISABLED:
+            raise ValueError("rollout() needs autoreset: an env cannot stop mid-rollout for a "
+                             "reset (autoreset_mode is DISABLED)")
+        return validate.check_int("num_steps", num_steps, 1)
 
     @contract.one_caller
     def end_episodes(self, env_ids: Any) -> None:

@@ -25,6 +25,7 @@ from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError,  #
 
 import fastatari  # noqa: E402
 from fastatari import ray as fa_ray  # noqa: E402
+from fastatari.vector.rollout import take  # noqa: E402
 
 from .._processes import alive, linux_only  # noqa: E402
 
@@ -240,7 +241,7 @@ def test_bad_input_same_errors_as_local_nothing_sent(cluster):
             envs.reset()
         while True:  # the env still works after all that
             envs.recv()
-            if not envs._phase.any():
+            if not envs.book.in_flight():
                 break
         local.send(np.zeros(2, int), [0, 4])  # the same steps on the local env
         local.recv()
@@ -347,7 +348,7 @@ def test_actor_sigkill_during_async_and_rollout(cluster):
         os.kill(pid, signal.SIGKILL)
         got = envs.recv()
         order = np.argsort(got[4]["env_id"])
-        got = tuple(x[order] for x in got[:4]) + (fa_ray._take(got[4], order),)
+        got = tuple(x[order] for x in got[:4]) + (take(got[4], order),)
         got[4].pop("env_id")
         results = [(got, local.step(actions_at(0, range(6))))]
         for t in range(1, 12):
@@ -419,7 +420,7 @@ def test_rollout_equals_stepping_by_hand(cluster):
             np.testing.assert_array_equal(out.rewards[t], reward)
             np.testing.assert_array_equal(out.terminated[t], term)
             np.testing.assert_array_equal(out.truncated[t], trunc)
-            same_info(fa_ray._take(out.info, t), info)
+            same_info(take(out.info, t), info)
         np.testing.assert_array_equal(out.next_obs, obs)
         ref = ray.put(policy)  # an ObjectRef works too
         assert envs.rollout(ref, 2).actions.shape == (2, NUM_ENVS)
