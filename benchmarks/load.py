@@ -10,7 +10,7 @@ import contextlib
 import os
 import time
 
-from fastatari.bench.fresh import descendants
+from fastatari.bench.systems import descendants
 
 OTHER_LOAD_WARNING = 0.1  # cores taken by other processes that make a run suspect
 

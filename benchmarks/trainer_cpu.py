@@ -6,7 +6,7 @@ Breakout, sticky actions off, random actions, ``copy=False`` (``--copy``: True),
 emulation; prints the trainer thread's CPU µs per step (``getrusage(RUSAGE_THREAD)``, user +
 sys: its own work, whatever the core count), the wall µs per step and the agent steps/s.
 Run it alternately with each install (the README's before/after tables: commit 56f64a6, the
-pipe per worker, and the step through shared memory); ``fastatari bench --section trainer``
+pipe per worker, and the step through shared memory); ``python -m benchmarks --section trainer``
 is the full grid, with transport-only rows.
 """
 from __future__ import annotations

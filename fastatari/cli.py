@@ -108,7 +108,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 def add_bench_command(commands: argparse._SubParsersAction) -> None:
     import textwrap
 
-    from fastatari.bench import DEFAULT_SECTIONS, REGISTRY, SECTIONS, BenchConfig
+    from fastatari.bench import REGISTRY, SECTIONS, BenchConfig
 
     defaults = BenchConfig()
     # the sections listed under the options, one each, as argparse lists the options
@@ -121,8 +121,10 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
         "bench", help="measure steps/s against the raw-ALE ceiling and gymnasium",
         description=textwrap.fill(
             "Time fastatari against the raw-ALE emulation ceiling and gymnasium's reference "
-            "pipeline in one run (round-robin rounds, medians), and its kernels against "
-            "OpenCV/numpy.", 79),
+            "pipeline in one run (round-robin rounds, medians), its kernels against "
+            "OpenCV/numpy, and its vector env against EnvPool, ale_py's and gymnasium's. The "
+            "diagnostics (transport, trainer, multigame, ...) run from a checkout: python -m "
+            "benchmarks --help.", 79),
         epilog=f"sections (--section):\n{sections}",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     bench.add_argument("--game", default=defaults.game,
@@ -143,10 +145,7 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
                             f"memory (default {defaults.startup_repeats})")
     bench.add_argument("--seed", type=seed_value, default=defaults.seed)
     bench.add_argument("--section", action="append", choices=SECTIONS, dest="sections",
-                       help="measure only this section (repeatable; default: "
-                            f"{', '.join(DEFAULT_SECTIONS)}; "
-                            f"{', '.join(s for s in SECTIONS if s not in DEFAULT_SECTIONS)} "
-                            "only when named)")
+                       help="measure only this section (repeatable; default: all)")
     bench.add_argument("--quick", action="store_true",
                        help="fewer, shorter rounds: a smoke run, not figures to quote")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, SupportsFloat, Tuple, Union
+from typing import Any, Dict, List, Optional, SupportsFloat, Tuple, Union
 
+import ale_py
 import gymnasium
 import numpy as np
 from gymnasium import spaces
@@ -125,15 +126,15 @@ class AtariEnv(gymnasium.Env):
         """
         game = self._game
         if game is None:
-            self._live_game()
+            game = self._live_game()  # raises: closed
         if self._continuous:
             action, strength = joystick(check_continuous_actions(action, (3,)),
                                         self.options.continuous_action_threshold)
-            reward, terminated, truncated, info = game.step(action, strength)  # type: ignore
+            reward, terminated, truncated, info = game.step(action, strength)
             return self._stack.copy(), reward, terminated, truncated, info
         if type(action) is not int or not 0 <= action < self._n:
             action = action_index(action, self._n)
-        reward, terminated, truncated, info = game.step(action)  # type: ignore[union-attr]
+        reward, terminated, truncated, info = game.step(action)
         return self._stack.copy(), reward, terminated, truncated, info
 
     def clone(self) -> EnvSnapshot:
@@ -182,7 +183,7 @@ class AtariEnv(gymnasium.Env):
         return self._live_game().rom
 
     @property
-    def ale(self):
+    def ale(self) -> ale_py.ALEInterface:
         """The underlying ``ale_py.ALEInterface``."""
         return self._live_game().ale
 
@@ -242,7 +243,8 @@ class AtariPreprocessing(gymnasium.Wrapper):
                 "will happen as through this wrapper")
         if noop_max < 0:
             raise ValueError(f"Expect the `noop_max` to be non-negative, actually: {noop_max}")
-        if noop_max > 0 and env.unwrapped.get_action_meanings()[0] != "NOOP":
+        atari: Any = env.unwrapped  # an ale-py AtariEnv (get_action_meanings, ale)
+        if noop_max > 0 and atari.get_action_meanings()[0] != "NOOP":
             raise ValueError("When noop_max > 0, the first action meaning must be 'NOOP'")
         if not isinstance(env.observation_space, spaces.Box):
             raise TypeError(f"AtariPreprocessing wrapper requires a Box observation space, got "
@@ -288,19 +290,20 @@ class AtariPreprocessing(gymnasium.Wrapper):
         frame_shape: Tuple[int, ...] = (height, width, 1 if grayscale_obs else 3)
         if grayscale_obs and not grayscale_newaxis:
             frame_shape = frame_shape[:-1]
-        space = spaces.Box(low=low, high=high, shape=frame_shape, dtype=dtype)
+        space: spaces.Space = spaces.Box(low=low, high=high, shape=frame_shape, dtype=dtype)
         if stack_size is not None:
             space = gymnasium.vector.utils.batch_space(space, n=k)
         self.observation_space = space
 
     @property
-    def ale(self):
+    def ale(self) -> ale_py.ALEInterface:
         """The ALE of the wrapped env (``env.unwrapped.ale``)."""
-        return self.env.unwrapped.ale
+        atari: Any = self.env.unwrapped  # an ale-py AtariEnv
+        return atari.ale
 
     def step(self, action: Any) -> Tuple[np.ndarray, SupportsFloat, bool, bool, Dict[str, Any]]:
         """Repeat ``action`` for ``frame_skip`` frames (stopping early at an episode's end)."""
-        result = [0.0, False, False, {}]  # total reward, terminated, truncated, info
+        result: List[Any] = [0.0, False, False, {}]  # total reward, terminated, truncated, info
         env_step = self.env.step
 
         def frame() -> bool:

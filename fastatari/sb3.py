@@ -201,7 +201,7 @@ class SB3AtariVecEnv(VecEnv):
         if GAME_KEY in info:
             game = info[GAME_KEY]
             t = round(time.perf_counter() - self._t_start, 6)  # Monitor's t: since creation
-            for i in np.flatnonzero(info["_" + GAME_KEY]):
+            for i in np.flatnonzero(info["_" + GAME_KEY]).tolist():
                 infos[i]["episode"] = {"r": float(game["r"][i]), "l": int(game["l"][i]),
                                        "t": t}
         return infos
@@ -232,7 +232,9 @@ class SB3AtariVecEnv(VecEnv):
             warnings.warn(f"get_images() needs make_vec_env(..., render_mode='rgb_array'); "
                           f"the render mode is {self.render_mode!r}", stacklevel=2)
             return [None] * self.num_envs
-        return list(self.vec.render())
+        screens = self.vec.render()
+        assert screens is not None  # render_mode="rgb_array"
+        return list(screens)
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> List[Any]:
         """The value of ``attr_name`` for each env in ``indices`` (default: all).
@@ -283,7 +285,9 @@ class SB3AtariVecEnv(VecEnv):
         if method_name == "render" and not method_args and not method_kwargs:
             if self.render_mode != "rgb_array":
                 raise RuntimeError("render needs make_vec_env(..., render_mode='rgb_array')")
-            return list(self.vec.render(np.asarray(ids, np.int64)))
+            screens = self.vec.render(np.asarray(ids, np.int64))
+            assert screens is not None  # render_mode="rgb_array"
+            return list(screens)
         raise NotImplementedError(f"env_method({method_name!r}) is not available: fastatari's "
                                   f"games run in worker processes and support only 'render'")
 

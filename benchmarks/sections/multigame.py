@@ -35,10 +35,7 @@ reach with free transport and constant per-step costs; the bound is also modelle
 workers (``MODEL_WORKERS``), where the assignment matters more, and for an assignment balanced
 by the measured costs instead of the table (how much a table true to this machine would give).
 The per-game costs' spread and their rank correlation with the table are reported with them.
-Start-up: construction and the
-first ``reset(seed=0)`` of a 57-game pool (every game's ROM loaded, spread over the workers),
-wall time in this process (imports already done), for both assignments; the N=57 contenders
-give the first sample of each, ``startup_repeats - 1`` fresh pools the others.
+(A 57-game pool's start-up: the ``multigame_startup`` section.)
 """
 from __future__ import annotations
 
@@ -50,30 +47,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fastatari.bench.ceiling import LoopProcesses
-from fastatari.bench.harness import (
-    TIMEOUT,
-    BenchConfig,
-    Contender,
-    Plan,
-    Progress,
-    Section,
-    advance,
-    bare_step,
-    describe,
-    draw_actions,
-    draw_vector_actions,
-    markdown_table,
-    measure,
-    median_ratio,
-    open_ale,
-    rate,
-)
-from fastatari.bench.load import LoadWatch, load_line
-from fastatari.vector.placement import usable_cores
+from benchmarks.load import LoadWatch, load_line
+from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, LoopProcesses, Plan,
+                                     Progress, Section, bare_step, describe, draw_actions,
+                                     markdown_table, measure, median_ratio, open_ale, rate,
+                                     usable_cores)
 
 __all__ = ["MODEL_WORKERS", "SECTION", "GameCost", "MultigameReport", "MultigameResult",
-           "StartupSample", "markdown_multigame", "multigame_units", "pools", "run_multigame"]
+           "markdown_multigame", "multigame_units", "open_pool", "pools", "run_multigame",
+           "suite"]
 
 MODEL_WORKERS = (8, 16, 32, 64)  # the assignment bound, modelled for more workers
 MIN_SYNC_STEPS = 8  # sync steps per round per contender, at least
@@ -112,18 +94,6 @@ class MultigameResult:
 
 
 @dataclass
-class StartupSample:
-    balance: bool
-    num_envs: int
-    construct_s: list[float]  # make_vec(...), one per sample
-    reset_s: list[float]  # the first reset(seed=...)
-
-    @property
-    def total_s(self) -> list[float]:
-        return [c + r for c, r in zip(self.construct_s, self.reset_s, strict=True)]
-
-
-@dataclass
 class GameCost:
     game: str
     us_per_step: float  # the ceiling's loop, median over rounds
@@ -141,8 +111,6 @@ class MultigameReport:
     balanced_over_contiguous: dict[str, float] = field(default_factory=dict)  # per round, median
     # pool (or model) -> workers -> assignment bound, at this machine's workers and more
     modelled_bound: dict[str, dict[int, float]] = field(default_factory=dict)
-    startup: list[StartupSample] = field(default_factory=list)
-    startup_median_s: dict[str, dict[str, float]] = field(default_factory=dict)
     costs: list[GameCost] = field(default_factory=list)
     cost_spread_us: dict[str, float] = field(default_factory=dict)  # min, median, max, mean
     cost_rank_correlation: float = float("nan")  # Spearman: measured against the table
@@ -167,7 +135,7 @@ def mix_loop(games: Sequence[str], index: int, processes: int, seed: int, rounds
     for g, game in enumerate(games):
         ale = open_ale(game, seed + g)
         action_set = ale.getLegalActionSet()  # the full action set (Skiing has 9)
-        rows = draw_actions(seed + g, len(action_set), rounds, steps)
+        rows = draw_actions(seed + g, len(action_set), rounds, steps).tolist()
         ales.append(ale)
         actions.append([[action_set[i] for i in row] for row in rows])
     first = index * len(games) // processes
@@ -218,7 +186,7 @@ class MixCeiling:
 
     def contender(self) -> Contender:
         # measure()'s wall time for it is not used: the per-game seconds are
-        return Contender("multigame", CEILING, self.steps * len(self.games) * len(self.loops),
+        return Contender(CEILING, self.steps * len(self.games) * len(self.loops.processes),
                          self.run)
 
     def close(self) -> None:
@@ -262,14 +230,15 @@ def pool_contender(env: Any, pool: str, config: BenchConfig, num_workers: int,
                    balance: bool) -> Contender:
     num_envs = env.num_envs
     steps = sync_steps(config, num_envs)
-    rows = draw_vector_actions(config, int(env.single_action_space.n), (steps, num_envs))
+    rows = draw_actions(config.seed, int(env.single_action_space.n), config.rounds, steps,
+                        num_envs)
 
     def run(round_index: int) -> None:
         for actions in rows[round_index]:
             env.step(actions)
 
     how = "cost-balanced" if balance else "contiguous blocks"
-    return Contender("multigame", name_of(pool, balance), steps * num_envs, run,
+    return Contender(name_of(pool, balance), steps * num_envs, run,
                      note=f"sync step, {num_workers} workers, {how}", close=env.close)
 
 
@@ -298,14 +267,13 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def multigame_units(config: BenchConfig) -> int:
-    """Progress-bar units: one per contender round and one per extra start-up pool."""
-    contenders = 1 + 2 * len(pools())
-    return contenders * (config.rounds + 1) + 2 * max(0, config.startup_repeats - 1)
+    """Progress-bar units: one per contender round."""
+    return (1 + 2 * len(pools())) * (config.rounds + 1)
 
 
 def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
-    """Start-up, then the four pools and the mix's ceiling round-robin; every env and process
-    closed whatever happens."""
+    """The pools and the mix's ceiling round-robin; every env and process closed whatever
+    happens."""
     games = suite()
     cores = usable_cores()
     steps = game_steps(config, len(games), cores)
@@ -313,29 +281,16 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
     report = MultigameReport(cores, cores, len(games),
                              {p: sync_steps(config, len(g)) for p, g in lineups.items()}, steps)
     workers = {p: min(cores, len(g)) for p, g in lineups.items()}
-    startup = {b: StartupSample(b, len(games), [], []) for b in (True, False)}
-    report.startup = list(startup.values())
     contenders: list[Contender] = []
     envs: list[Any] = []
     with contextlib.ExitStack() as closing:
-        describe(bar, "multigame: start-up and pools")
-        for pool, lineup in lineups.items():  # the suite's first, on a quiet machine: start-up
+        describe(bar, "multigame: pools")
+        for pool, lineup in lineups.items():
             for balance in (True, False):
-                env, built, reset = open_pool(lineup, balance, workers[pool], config.seed)
+                env = open_pool(lineup, balance, workers[pool], config.seed)[0]
                 closing.callback(env.close)
-                if lineup == games:
-                    startup[balance].construct_s.append(built)
-                    startup[balance].reset_s.append(reset)
                 envs.append(env)
                 contenders.append(pool_contender(env, pool, config, workers[pool], balance))
-        for _ in range(config.startup_repeats - 1):
-            for balance in (True, False):
-                env, built, reset = open_pool(games, balance, min(cores, len(games)),
-                                               config.seed)
-                env.close()
-                startup[balance].construct_s.append(built)
-                startup[balance].reset_s.append(reset)
-                advance(bar, 1)
         ceiling = MixCeiling(games, cores, config, steps)
         closing.callback(ceiling.close)
         describe(bar, "multigame: rounds")
@@ -391,11 +346,6 @@ def summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[str
             m: assignment_bound(lineup, m, True, us, table=us) for m in sizes}
         report.balanced_over_contiguous[pool] = median_ratio(seconds[name_of(pool, False)],
                                                              seconds[name_of(pool, True)])
-    report.startup_median_s = {
-        "balanced" if s.balance else "contiguous": {
-            "construct_s": statistics.median(s.construct_s),
-            "reset_s": statistics.median(s.reset_s),
-            "total_s": statistics.median(s.total_s)} for s in report.startup}
 
 
 # --- Markdown ------------------------------------------------------------------------------------
@@ -415,11 +365,6 @@ def markdown_multigame(report: MultigameReport, config: dict[str, Any]) -> str:
         ["pool", *[f"W={m}" for m in model_sizes]],
         [[name, *[f"{bounds[m]:.2f}" if m in bounds else "—" for m in model_sizes]]
          for name, bounds in report.modelled_bound.items()])
-    startup_rows = [[name, f"{s['construct_s']:.2f}", f"{s['reset_s']:.2f}",
-                     f"{s['total_s']:.2f}"] for name, s in report.startup_median_s.items()]
-    repeats = len(report.startup[0].construct_s) if report.startup else 0
-    startup = markdown_table(["assignment", "construction s", "first reset s", "total s"],
-                             startup_rows)
     spread = report.cost_spread_us
     by_cost = sorted(report.costs, key=lambda c: c.us_per_step)
     costs = (f"Per-game cost (the ceiling's loops, median over rounds): min "
@@ -466,14 +411,11 @@ def markdown_multigame(report: MultigameReport, config: dict[str, Any]) -> str:
         "give):\n\n" + model,
         costs,
         *([switching] if switching else []),
-        f"Start-up of a {report.games}-game pool, {report.usable_cores} workers: "
-        "`make_vec(...)` then the first `reset(seed=0)`, wall time in this process (imports "
-        f"already done), median of {repeats}.\n\n" + startup,
         load_line(report.load, "the rounds", f"worker restarts: {report.worker_restarts}"),
     ])
 
 
 SECTION = Section(
     "multigame", "pools of the Atari-57 games (cost-balanced and contiguous) against the "
-    "ceiling of their mix, and a 57-game pool's start-up", markdown_multigame,
+    "ceiling of their mix, and the assignment bound", markdown_multigame,
     plan=lambda config: Plan(multigame_units(config), lambda bar: run_multigame(config, bar)))

@@ -37,18 +37,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from fastatari.bench.harness import (
-    BenchConfig,
-    Contender,
-    Plan,
-    Progress,
-    Section,
-    advance,
-    markdown_table,
-    measure,
-)
-from fastatari.bench.load import LoadWatch, load_line
-from fastatari.vector.placement import usable_cores
+from benchmarks.load import LoadWatch, load_line
+from fastatari.bench.harness import (BenchConfig, Contender, Plan, Progress, Section, advance,
+                                     markdown_table, measure, usable_cores)
 
 __all__ = ["RAY_ENVS", "ROLLOUT_STEPS", "SECTION", "RandomPolicy", "RayReport", "RayResult",
            "markdown_ray", "ray_units", "run_ray"]
@@ -158,7 +149,7 @@ def _contender(system: str, mode: str, opened: tuple[Any, dict[str, np.ndarray]]
             for actions in rows[round_index]:
                 env.step(actions)
 
-        return Contender("ray", name, steps * num_envs, run)
+        return Contender(name, steps * num_envs, run)
     if mode == "async":
         batch = env.batch_size
         batches = [np.arange(start, start + batch) for start in range(0, num_envs, batch)]
@@ -174,7 +165,7 @@ def _contender(system: str, mode: str, opened: tuple[Any, dict[str, np.ndarray]]
                 if j < recvs - len(batches):
                     env.send(actions[j + len(batches)], ids)
 
-        return Contender("ray", name, recvs * batch, run)
+        return Contender(name, recvs * batch, run)
     calls = max(1, config.vector_steps // (ROLLOUT_STEPS * num_envs))
     policy = RandomPolicy(num_actions, config.seed)
     if system == LOCAL:
@@ -188,7 +179,7 @@ def _contender(system: str, mode: str, opened: tuple[Any, dict[str, np.ndarray]]
             for _ in range(calls):
                 env.rollout(policy, ROLLOUT_STEPS)
 
-    return Contender("ray", name, calls * ROLLOUT_STEPS * num_envs, run)
+    return Contender(name, calls * ROLLOUT_STEPS * num_envs, run)
 
 
 def _storage(env: Any, obs: np.ndarray, steps: int) -> dict[str, np.ndarray]:

@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, Contenders, Section,
-                                     markdown_table, median_ratio)
-from fastatari.vector.placement import usable_cores
+                                     markdown_table, median_ratio, usable_cores)
 
 __all__ = ["SECTION", "SnapshotReport"]
 
@@ -72,7 +71,7 @@ def _contenders(config: BenchConfig) -> Contenders:
         envs.clone()
 
     def contender(name: str, units: int, run: Any, close: Any = lambda: None) -> Contender:
-        return Contender(NAME, name, units, run, close=close)
+        return Contender(name, units, run, close=close)
 
     contenders = [
         contender("step", STEPS_PER_ROUND, lambda _: steps(STEPS_PER_ROUND)),

@@ -7,8 +7,8 @@ waiting for the workers it spends nothing, so the figure is its own work (writin
 publishing the step, the wait's spin and wake-up, reading the results, the copies of
 ``copy=True``), whatever the core count.
 
-**The grid.** Transport only (:class:`~fastatari.bench.sections.transport.TransportOnly`:
-workers that do not emulate) at N = 2·W and N = ``SHARED_ENVS`` for W in ``TRANSPORT_WORKERS``,
+**The grid.** Transport only (:func:`~benchmarks.sections.transport.open_stand_in`: workers
+whose games do not emulate) at N = 2·W and N = ``SHARED_ENVS`` for W in ``TRANSPORT_WORKERS``,
 and N in ``SWEEP_ENVS`` at W = ``SWEEP_WORKERS``, each with ``copy=False`` and ``copy=True``;
 real emulation at ``EMULATION_POINTS``, ``copy=False``. ``--quick`` keeps ``QUICK_TRANSPORT``
 and ``QUICK_EMULATION``.
@@ -35,12 +35,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from benchmarks.load import LoadWatch, load_line
+from benchmarks.sections.transport import check_stand_in, open_stand_in
 from fastatari.bench.harness import (TIMEOUT, BenchConfig, Plan, Progress, Section, advance,
-                                     describe, draw_vector_actions, markdown_table)
-from fastatari.bench.load import LoadWatch, load_line
-from fastatari.bench.sections.transport import TransportOnly
-from fastatari.bench.systems import Opened, open_fastatari
-from fastatari.vector.placement import usable_cores
+                                     describe, draw_actions, markdown_table, usable_cores)
+from fastatari.bench.systems import Opened, open_vector
 
 __all__ = ["SECTION", "Row", "TrainerFit", "TrainerReport", "TrainerResult", "fit_costs",
            "grid", "groups", "markdown_trainer", "run_trainer", "summarise"]
@@ -184,19 +183,19 @@ def open_row(config: BenchConfig, row: Row) -> Opened:
     """The row's env, reset; a worker's start gets more time when it owns many envs."""
     per_worker = math.ceil(row.num_envs / row.num_workers)
     timeout = TIMEOUT * max(1, math.ceil(per_worker / ENVS_PER_WORKER_IN_TIMEOUT))
-    return open_fastatari(config, row.num_envs, num_workers=row.num_workers,
-                          env_class=None if row.emulate else TransportOnly, copy=row.copy,
-                          timeout=timeout)
+    if row.emulate:
+        return open_vector("fastatari", config.rom, row.num_envs, row.num_workers, config.seed,
+                           copy=row.copy, timeout=timeout)
+    return open_stand_in(config, row.num_envs, row.num_workers, copy=row.copy, timeout=timeout)
 
 
 def stepper(config: BenchConfig, row: Row, opened: Opened) -> Callable[[int], Sample]:
     """``run(round)``: the round's sync steps, timed by the trainer thread's usage. Round 0
-    also checks that a transport-only env's observations did not change (no worker
+    also checks that a transport-only env's observations are still zeros (no worker
     emulated)."""
     steps = steps_per_round(config, row)
-    rows = draw_vector_actions(config, opened.num_actions, (steps, row.num_envs))
+    rows = draw_actions(config.seed, opened.num_actions, config.rounds, steps, row.num_envs)
     step = opened.step
-    first_obs = None if row.emulate else np.array(step(rows[0][0])[0])
 
     def run(round_index: int) -> Sample:
         obs = None
@@ -206,8 +205,8 @@ def stepper(config: BenchConfig, row: Row, opened: Opened) -> Callable[[int], Sa
             obs = step(actions)[0]
         wall = time.perf_counter() - start
         user_end, system_end, switches_end = thread_usage()
-        if round_index == 0 and first_obs is not None and not np.array_equal(obs, first_obs):
-            raise RuntimeError(f"{row.name}: the observations changed: the workers emulated")
+        if round_index == 0 and not row.emulate:
+            check_stand_in(obs, row.name)
         # user + sys: exact together (the scheduler's clock); split by tick samples, so apart
         # they mean little over a short round
         cpu = (user_end - user) + (system_end - system)
@@ -339,8 +338,8 @@ def markdown_trainer(report: TrainerReport, config: dict[str, Any]) -> str:
         "### Trainer CPU per sync step",
         "The trainer thread's CPU time (`getrusage(RUSAGE_THREAD)`, user + sys) and context "
         "switches (voluntary + involuntary) per sync `step`, around a loop of `step` calls in "
-        "the main thread; wall time beside. transport: workers that do not emulate "
-        "(`TransportOnly`); emulation: the real game. Machine: "
+        "the main thread; wall time beside. transport: workers whose games do not emulate "
+        "(`WorkerPool(plan, game_factory=STAND_IN)`); emulation: the real game. Machine: "
         f"{report.usable_cores} usable cores (of {report.cpu_count}). Medians over "
         f"{config['rounds']} rounds, round-robin within {report.groups} group(s) of envs open "
         f"together (at most {MAX_LIVE_WORKERS} workers); each env opened and reset before its "

@@ -2,14 +2,14 @@
 
 **Workers that do not emulate.** For each ``num_workers`` in ``TRANSPORT_WORKERS`` (with
 ``ENVS_PER_WORKER`` envs each) a vector env is stepped synchronously, and the trainer's wall
-time per ``step`` is all transport: writing the actions, one command per worker through its
-pipe and ``wake`` word, the worker waking, decoding and answering, the trainer collecting the
-replies and reading the result columns (observations copied out, as ``copy=True`` does). The
-env is :class:`TransportOnly`: the vector env over ``WorkerPool(plan, emulate=False)``, whose
-workers run one env's op by writing its reward (the worker's own switch, nothing patched).
-Everything else in the worker is the real one: its start, its games' first reset, its command
-loop and its waits. The first round checks that the observations did not change, i.e. that no
-worker emulated.
+time per ``step`` is all transport: publishing the envs' ops, the workers waking, taking them
+and completing each env, the trainer's wait and its reading of the result columns
+(observations copied out, as ``copy=True`` does). The env is the vector env over a worker pool
+whose games are :class:`~benchmarks.stand_in.StandInGame` (:func:`open_stand_in`:
+``WorkerPool(plan, game_factory=STAND_IN)``, the pool's own seam): a step of one env returns at
+once, and the worker writes its results as it does any env's. Everything else in the worker is
+the real one: its start, its command loop, its waits. The first round checks that the
+observations are still the shared memory's zeros, i.e. that no worker emulated.
 
 **The emulation ceiling per core** is measured in the same rounds: ``e``, one agent step
 (``FRAME_SKIP`` bare ``ale.act`` calls) of one env on one core, in this process.
@@ -37,33 +37,20 @@ from typing import Any
 
 import numpy as np
 
-from fastatari.bench.harness import (
-    CEILING_ONE_CORE,
-    BenchConfig,
-    Contender,
-    Plan,
-    Progress,
-    Section,
-    draw_vector_actions,
-    markdown_table,
-    measure,
-    one_core_ceiling,
-)
-from fastatari.bench.load import LoadWatch, load_line
-from fastatari.bench.systems import open_fastatari
-from fastatari.vector.env import AtariVectorEnv
-from fastatari.vector.executor import Executor
-from fastatari.vector.executor import Plan as VectorPlan
-from fastatari.vector.placement import usable_cores
-from fastatari.vector.pool import WorkerPool
+from benchmarks.load import LoadWatch, load_line
+from benchmarks.stand_in import STAND_IN
+from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, Plan, Progress, Section,
+                                     bare_loop, draw_actions, markdown_table, measure,
+                                     usable_cores)
+from fastatari.bench.systems import Opened, opened
 
-__all__ = ["SECTION", "TRANSPORT_WORKERS", "TransportFit", "TransportOnly", "TransportReport",
-           "TransportResult", "markdown_transport", "run_transport", "transport_units"]
+__all__ = ["SECTION", "TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",
+           "markdown_transport", "open_stand_in", "run_transport", "transport_units"]
 
 TRANSPORT_WORKERS = (1, 2, 4, 8, 16, 32)
 ENVS_PER_WORKER = 2
 MODEL_CORES = (16, 64)
-# Inserted into the worker's boot program before its ``main(...)`` call.
+CEILING_ONE_CORE = "raw ALE, 1 core"
 
 @dataclass
 class TransportResult:
@@ -98,12 +85,33 @@ class TransportReport:
     worker_restarts: int = 0
 
 
-class TransportOnly(AtariVectorEnv):
-    """The vector env over workers that do not emulate (``WorkerPool(emulate=False)``): a
-    step runs every command, reply and wait of the real one and writes each env's reward."""
+def open_stand_in(config: BenchConfig, num_envs: int, num_workers: int,
+                  **keywords: Any) -> Opened:
+    """The vector env of ``num_envs`` envs of the config's game on ``num_workers`` workers
+    whose games do not emulate (:mod:`benchmarks.stand_in`), reset; ``keywords``:
+    ``make_vec``'s (``copy``, ``timeout``: ``TIMEOUT`` unless given)."""
+    from fastatari.vector import AtariVectorEnv, plan_vec
+    from fastatari.vector.pool import WorkerPool
 
-    def _make_executor(self, plan: VectorPlan) -> Executor:
-        return WorkerPool(plan, emulate=False)
+    plan = plan_vec(config.game, num_envs, num_workers=num_workers,
+                    repeat_action_probability=0.0, **{"timeout": TIMEOUT, **keywords})
+    env = AtariVectorEnv(plan, WorkerPool(plan, game_factory=STAND_IN))
+    return opened(env, num_envs, lambda: env.reset(seed=config.seed),
+                  pids=list(env.worker_pids))
+
+
+def one_core_ceiling(config: BenchConfig, steps: int) -> Contender:
+    """The ceiling on one core: a bare loop of ``steps`` agent steps per round, here."""
+    return Contender(CEILING_ONE_CORE, steps,
+                     bare_loop(config.game, config.seed, config.rounds, steps),
+                     note="one bare 4× ale.act loop in the main process")
+
+
+def check_stand_in(obs: Any, what: str) -> None:
+    """The observations of a stand-in env are the shared memory's zeros, or a worker
+    emulated (its game factory was not honoured)."""
+    if np.asarray(obs).any():
+        raise RuntimeError(f"{what}: the observations changed: the workers emulated")
 
 
 def steps_per_round(config: BenchConfig) -> int:
@@ -121,31 +129,27 @@ def name_of(num_workers: int) -> str:
 
 
 def transport_contender(config: BenchConfig, num_workers: int) -> tuple[Contender, Any]:
-    """A no-emulation env of ``num_workers`` workers (:class:`TransportOnly`), reset, and
-    the contender that steps it; and the env."""
+    """A stand-in env of ``num_workers`` workers (:func:`open_stand_in`), reset, and the
+    contender that steps it; and the env."""
     num_envs = ENVS_PER_WORKER * num_workers
-    opened = open_fastatari(config, num_envs, num_workers=num_workers, env_class=TransportOnly)
-    env = opened.env
+    env = open_stand_in(config, num_envs, num_workers)
     calls = steps_per_round(config)
-    rows = draw_vector_actions(config, opened.num_actions, (calls, num_envs))
-    # a no-emulation worker never writes an observation: they stay as the reset left them
-    first_obs = env.step(rows[0][0])[0].copy()
+    rows = draw_actions(config.seed, env.num_actions, config.rounds, calls, num_envs)
 
     def run(round_index: int) -> None:
-        obs = first_obs
         for actions in rows[round_index]:
             obs = env.step(actions)[0]
-        if round_index == 0 and not np.array_equal(obs, first_obs):
-            raise RuntimeError("the observations changed: the workers emulated")
+        if round_index == 0:
+            check_stand_in(obs, name_of(num_workers))
 
-    contender = Contender("transport", name_of(num_workers), calls, run,
-                          note=f"{num_envs} envs, sync step", close=opened.close)
-    return contender, env
+    contender = Contender(name_of(num_workers), calls, run, note=f"{num_envs} envs, sync step",
+                          close=env.close)
+    return contender, env.env
 
 
 def run_transport(config: BenchConfig, bar: Progress | None) -> TransportReport:
     """Time every worker count and the one-core emulation loop round-robin; fit and model."""
-    contenders = [one_core_ceiling("transport", config, steps_per_round(config))]
+    contenders = [one_core_ceiling(config, steps_per_round(config))]
     envs = []
     with contextlib.ExitStack() as closing:
         for num_workers in TRANSPORT_WORKERS:
@@ -216,9 +220,10 @@ def markdown_transport(report: TransportReport, config: dict[str, Any]) -> str:
     return "\n\n".join([
         "### Transport (workers that do not emulate)",
         f"Sync `step` of {k} envs per worker, {report.steps_per_round:,} steps per round; the "
-        "workers run fastatari's real boot, command loop and waits, and do not emulate "
-        "(`WorkerPool(emulate=False)`: a step writes the env's reward), so the trainer's wall "
-        "time per step is the transport's cost T(W). Medians over rounds, round-robin with a "
+        "workers run fastatari's real boot, command loop and waits, over games that do not "
+        "emulate (`WorkerPool(plan, game_factory=STAND_IN)`: a step returns at once), so the "
+        "trainer's wall time per step is the transport's cost T(W). Medians over rounds, "
+        "round-robin with a "
         f"bare 4× `ale.act` loop on one core: e = {e:,.0f} µs per env step.",
         table,
         f"Model: at C cores, one worker per core and {k} envs each, a sync step costs "

@@ -7,16 +7,19 @@ ratios to the ceiling are taken round by round, against the same round's ceiling
 """
 from __future__ import annotations
 
+import contextlib
+import multiprocessing as mp
 import os
+import signal
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from fastatari.bench.systems import FRAME_SKIP, TIMEOUT  # noqa: F401 - shared from here
-from fastatari.core.games import resolve_game
+from fastatari.core.games import resolve_game, rom_path
 
 MAX_FRAMES_PER_EPISODE = 108_000  # the v5 default, so the ceiling truncates like the envs do
 DEFAULT_SECTIONS = ("envs", "kernels", "vector")  # what a bare ``fastatari bench`` runs
@@ -40,12 +43,12 @@ class BenchConfig:
         return resolve_game(self.game)
 
 
-QUICK = {"rounds": 3, "steps": 300, "kernel_calls": 300, "vector_steps": 512,
-         "vector_envs": (1, 8, 32), "startup_repeats": 1, "quick": True}
+QUICK: dict[str, Any] = {"rounds": 3, "steps": 300, "kernel_calls": 300, "vector_steps": 512,
+                         "vector_envs": (1, 8, 32), "startup_repeats": 1, "quick": True}
 
 
 def usable_cores() -> int:
-    """The CPUs this process may run on (what ``make_vec`` gives a worker each by default)."""
+    """The CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -69,7 +72,6 @@ def describe(bar: Progress | None, text: str) -> None:
 
 @dataclass
 class Contender:
-    section: str
     name: str
     units_per_round: int  # agent steps or kernel calls
     run: Callable[[int], Any]  # runs one round; the argument is the round index (0 = warm-up)
@@ -78,9 +80,6 @@ class Contender:
     implementation: str = ""  # kernels: what it calls
     simd: str | None = None  # kernels: the SIMD path, None for the OpenCV/numpy baseline
     close: Callable[[], None] = lambda: None
-
-
-# --- Sections ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -102,47 +101,35 @@ class Contenders:
 
 @dataclass(frozen=True)
 class Section:
-    """One section: what ``--section NAME`` measures and reports.
-
-    A section gives exactly one of ``plan`` (it runs its own rounds) and ``contenders`` (a
-    flat list: the runner times them with every other such section's, round-robin, in one
-    pass). Either is called only when the section was chosen. ``markdown`` renders the result,
-    given the report's config as a dict. ``json`` gives the report's top-level JSON keys for
-    the result, or for ``None`` when the section did not run; by default one key, the
-    section's name, holding the result (a dataclass) as a dict, or ``None``.
-    """
+    """What ``--section NAME`` measures and reports. Exactly one of ``plan`` (it runs its own
+    rounds) and ``contenders`` (timed with every other such section's, round-robin, in one
+    pass), called only when the section was chosen. ``markdown(result, config as a dict)``;
+    in the JSON, the result (a dataclass) as a dict under the section's name."""
 
     name: str
     help: str  # one line, for ``--help``
     markdown: Callable[[Any, dict[str, Any]], str]
     plan: Callable[[BenchConfig], Plan] | None = None
     contenders: Callable[[BenchConfig], Contenders] | None = None
-    json: Callable[[Any], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if (self.plan is None) == (self.contenders is None):
             raise ValueError(f"section {self.name!r}: give one of plan and contenders")
 
     def to_json(self, result: Any) -> dict[str, Any]:
-        if self.json is not None:
-            return self.json(result)
         return {self.name: None if result is None else asdict(result)}
-
-
-# --- The raw-ALE loop: the emulation ceiling -----------------------------------------------------
 
 
 def open_ale(game: str, seed: int):
     """An ALEInterface on ``game`` with sticky actions off."""
     import ale_py
-    from ale_py import roms
 
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # before construction: no banner
     ale = ale_py.ALEInterface()
     ale.setInt("random_seed", seed)
     ale.setFloat("repeat_action_probability", 0.0)
     ale.setInt("max_num_frames_per_episode", MAX_FRAMES_PER_EPISODE)
-    ale.loadROM(roms.get_rom_path(resolve_game(game)))
+    ale.loadROM(rom_path(resolve_game(game)))
     return ale
 
 
@@ -176,7 +163,80 @@ def bare_loop(game: str, seed: int, rounds: int, steps: int) -> Callable[[int], 
     return run
 
 
-# --- Measuring -----------------------------------------------------------------------------------
+def _serve(conn, make_loop: Callable[..., Callable[[int], Any]], args: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    run = make_loop(*args)
+    conn.send("ready")
+    with contextlib.suppress(EOFError):
+        while (round_index := conn.recv()) is not None:
+            conn.send((round_index, run(round_index)))
+
+
+class LoopProcesses:
+    """Loops in parallel, until :meth:`close`: process ``k`` (``spawn``: fork is unsafe once
+    thread pools exist) builds ``make_loop(*args[k])`` (module-level, so that it pickles), then
+    runs round ``r`` on command and sends back ``(r, what the round returned)``."""
+
+    def __init__(self, make_loop: Callable[..., Callable[[int], Any]],
+                 args: Sequence[tuple], name: str) -> None:
+        context = mp.get_context("spawn")
+        self.processes: list[Any] = []
+        self.conns: list[Any] = []
+        try:
+            for k, loop_args in enumerate(args):
+                parent, child = context.Pipe()
+                process = context.Process(target=_serve, args=(child, make_loop, loop_args),
+                                          daemon=True, name=f"{name}-{k}")
+                process.start()
+                child.close()
+                self.processes.append(process)
+                self.conns.append(parent)
+            if any(self._reply(conn) != "ready" for conn in self.conns):
+                raise RuntimeError("a ceiling process did not start")
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _reply(conn) -> Any:
+        if not conn.poll(TIMEOUT):
+            raise TimeoutError(f"a ceiling process did not answer within {TIMEOUT} s")
+        return conn.recv()
+
+    def run(self, round_index: int) -> list[Any]:
+        """Round ``round_index`` in every process at once; what each returned, in order."""
+        for conn in self.conns:
+            conn.send(round_index)
+        replies = [self._reply(conn) for conn in self.conns]
+        if any(index != round_index for index, _ in replies):
+            raise RuntimeError(f"a ceiling process answered another round than {round_index}")
+        return [value for _, value in replies]
+
+    def close(self) -> None:
+        """Ask every process to stop, then make sure it is gone. Safe to call again."""
+        for conn in self.conns:
+            with contextlib.suppress(OSError, ValueError):
+                conn.send(None)
+        for process in self.processes:
+            process.join(timeout=5.0)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5.0)
+        for conn in self.conns:
+            conn.close()
+        self.processes, self.conns = [], []
+
+
+def parallel_ceiling(config: BenchConfig, processes: int, name: str) -> Contender:
+    """The ceiling on ``processes`` cores: as many :func:`bare_loop` processes, run together,
+    ``vector_steps`` agent steps in all per round; a round's rate is all their steps over the
+    wall time of the slowest. Its ``close`` ends the processes."""
+    steps = max(1, config.vector_steps // processes)
+    loops = LoopProcesses(bare_loop, [(config.game, config.seed + k, config.rounds, steps)
+                                      for k in range(processes)], "fastatari-bench-ceiling")
+    return Contender(name, steps * processes, loops.run, close=loops.close,
+                     note=f"{processes} bare 4× ale.act loops in as many processes, run "
+                          "together; all steps ÷ wall time")
 
 
 def measure(contenders: list[Contender], rounds: int,
@@ -226,9 +286,6 @@ def rates(contenders: list[Contender], seconds: dict[str, list[float]], ceiling:
     """Each contender's :class:`Rate`, against the contender named ``ceiling``."""
     return [rate(seconds[c.name], seconds.get(ceiling), c.name, c.note, num_envs)
             for c in contenders]
-
-
-# --- Markdown ------------------------------------------------------------------------------------
 
 
 RATE_HEADER = ["system", "steps/s", "frames/s", "ratio to ceiling", "note"]

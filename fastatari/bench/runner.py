@@ -1,8 +1,6 @@
-"""Runs the chosen sections and builds the report (Markdown and JSON).
-
-Sections come from a registry (``fastatari bench``'s, :mod:`fastatari.bench.sections`, by
-default; ``benchmarks/`` passes its own), in its order. The contenders of the sections that
-are flat lists of them (``envs``, ``kernels``) are built first and timed together,
+"""Runs the chosen sections of a registry (``fastatari bench``'s by default; ``benchmarks/``
+passes its own), in its order, and builds the report (Markdown and JSON). The contenders of
+the sections that are flat lists of them (``envs``, ``kernels``) are timed together,
 round-robin; then every other chosen section runs its own rounds, under the same progress bar.
 """
 from __future__ import annotations
@@ -31,8 +29,7 @@ class Report:
     sections: Sequence[Section] = REGISTRY  # the sections it was run from
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON: the machine, the config, then each section's keys (also those of a
-        section that did not run, empty or ``None``)."""
+        """The JSON: the machine, the config, each section's result (``None``: not run)."""
         out = {"environment": self.environment, "config": self.config}
         for section in self.sections:
             out.update(section.to_json(self.results.get(section.name)))
@@ -42,11 +39,7 @@ class Report:
 def run_benchmark(config: BenchConfig, progress: Callable[[int], Progress] | None = None,
                   sections: Sequence[Section] = REGISTRY) -> Report:
     """Run the sections of ``sections`` that ``config.sections`` names, and summarise.
-
-    ``progress(total)`` is called once with the number of timed units (e.g. ``tqdm``'s
-    constructor); the object it returns gets ``update(1)`` after each contender's round (and
-    each start-up measurement of the vector section).
-    """
+    ``progress(total)`` (e.g. ``tqdm``'s constructor) makes the bar every timed unit updates."""
     chosen = [section for section in sections if section.name in config.sections]
     report = Report(environment_info(), asdict(config), sections=sections)
     with contextlib.ExitStack() as closing:

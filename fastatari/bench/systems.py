@@ -1,21 +1,21 @@
-"""The vector envs under test, opened alike for every section; run as a script, one system's
-start-up and memory in a fresh interpreter.
+"""The vector envs under test, opened alike; run as a script, one's start-up and memory.
 
-:data:`VECTOR_SYSTEMS`: gymnasium's ``AsyncVectorEnv`` over the reference pipeline
-(:func:`gymnasium_reference_env`), ``fastatari.make_vec``, ale_py's ``AtariVectorEnv`` and EnvPool,
-all with Breakout-style settings: sticky actions off, frame skip 4, 84×84 gray, stack 4,
-noop_max 30, no reward clipping, no fire reset, no episodic life.
-
-The ``vector`` section runs this file by its path, never with ``-m`` (that would import
-fastatari, gymnasium and ale_py first): each system pays its own imports, from the same bare
-start. So nothing but the standard library is imported at the top. It prints one JSON object::
+:data:`VECTOR_SYSTEMS`: gymnasium's ``AsyncVectorEnv`` over its reference pipeline,
+``fastatari.make_vec``, ale_py's ``AtariVectorEnv`` and EnvPool, all with Breakout-style
+settings: sticky actions off, frame skip 4, 84×84 gray, stack 4, noop_max 30, no reward
+clipping, no fire reset, no episodic life. The ``vector`` section runs this file by its path
+(``-m`` would import fastatari first): each system pays its own imports, from the same bare
+start, so only the standard library is imported at the top. It prints one JSON object::
 
     python fastatari/bench/systems.py SYSTEM NUM_ENVS ROM SEED THREADS
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,9 +35,8 @@ def gymnasium_id(rom: str) -> str:
 
 
 def gymnasium_reference_env(rom: str):
-    """gymnasium's reference pipeline: ale_py's v5 env with no frame skip and sticky actions
-    off, ``AtariPreprocessing``'s defaults (frame skip 4, noop_max 30, 84×84 gray,
-    max-pooling), then 4 frames stacked."""
+    """gymnasium's reference pipeline: ale_py's v5 env, no frame skip, no sticky actions,
+    under ``AtariPreprocessing``'s defaults (84×84 gray, max-pooling), 4 frames stacked."""
     import ale_py
     import gymnasium
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
@@ -75,16 +74,16 @@ def opened(env: Any, num_envs: int, reset: Callable[[], Any], **fields: Any) -> 
 
 
 # ale_py's and EnvPool's keywords for what fastatari's defaults mean (theirs clip rewards, ...)
-SHARED = dict(repeat_action_probability=0.0, noop_max=30, stack_num=4, img_height=84,
-              img_width=84, use_fire_reset=False, episodic_life=False)
+SHARED: dict[str, Any] = dict(
+    repeat_action_probability=0.0, noop_max=30, stack_num=4, img_height=84, img_width=84,
+    use_fire_reset=False, episodic_life=False)
 
 
 def vector_maker(system: str, rom: str, num_envs: int, threads: int, seed: int,
                  **keywords: Any) -> Callable[[], Opened]:
-    """Import what ``system`` needs; return what builds it, with ``threads`` threads or worker
-    processes, and resets it with ``seed``. ``keywords``: more of its own (fastatari:
-    ``batch_size``, ``copy``, ``timeout``; EnvPool: ``batch_size``, reset with ``async_reset``:
-    every env in flight)."""
+    """Import what ``system`` needs; return what builds it on ``threads`` threads or worker
+    processes and resets it. ``keywords``: more of its own (fastatari: ``batch_size``,
+    ``copy``, ``timeout``; EnvPool: ``batch_size``, then ``async_reset``: every env in flight)."""
     if system == "fastatari":
         from fastatari.vector import make_vec
 
@@ -146,9 +145,6 @@ def envpool_version() -> str | None:
     return getattr(envpool, "__version__", "unknown")
 
 
-# --- Start-up and memory, in this fresh interpreter ----------------------------------------------
-
-
 def proc_kb(pid: int, name: str = "VmRSS", file: str = "status") -> int:
     """A field in kB of ``/proc/<pid>/<file>``: VmRSS of ``status``, Pss of ``smaps_rollup``
     (shared pages split among the processes mapping them); 0 if the process is gone."""
@@ -207,6 +203,31 @@ def measure_startup(system: str, num_envs: int, rom: str, seed: int, threads: in
                 "pss_delta_mb": (pss - pss_before) / 1024}
     finally:
         opened.close()
+
+
+def startup_in_fresh_interpreter(system: str, num_envs: int, rom: str, seed: int,
+                                 threads: int) -> dict[str, Any]:
+    """:func:`measure_startup` in a fresh interpreter running this file; its whole process group
+    is killed if it fails or outlives the timeout."""
+    script = os.path.abspath(__file__)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [
+        os.path.dirname(os.path.dirname(os.path.dirname(script))), env.get("PYTHONPATH")]))
+    process = subprocess.Popen([sys.executable, script, system, str(num_envs), rom, str(seed),
+                                str(threads)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None or process.returncode:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # the interpreter and anything it started
+            process.communicate()
+    if process.returncode:
+        lines = (err or "").strip().splitlines()
+        raise RuntimeError(f"the fresh interpreter exited with {process.returncode}: "
+                           f"{lines[-1] if lines else 'no output'}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -21,11 +21,10 @@ from typing import Any, Callable, Deque, Dict, Optional, Tuple
 import numpy as np
 
 import ale_py
-from ale_py import roms
 
 from fastatari import kernels
 from fastatari.core import sticky
-from fastatari.core.games import resolve_game
+from fastatari.core.games import resolve_game, rom_path
 from fastatari.core.options import AtariOptions
 from fastatari.core.palette import Palette, palette_for
 from fastatari.core.romfacts import RomFacts, loaded_facts, read_facts
@@ -351,7 +350,7 @@ class AtariGame:
         self._requests: Deque[Tuple[Any, float]] = collections.deque(maxlen=8)
         self.lives = 0
         self._continue_game = False  # episodic_life: the next reset continues the game
-        self._return = 0
+        self._return: float = 0  # the raw rewards' sum (a snapshot's episode[0])
         self._length = 0
         self._t0 = time.perf_counter()
         self._closed = False
@@ -367,7 +366,7 @@ class AtariGame:
 
     def _load(self) -> None:
         ale, opts = self.ale, self.options
-        ale.loadROM(roms.get_rom_path(self.rom))
+        ale.loadROM(rom_path(self.rom))
         if self.facts is None:  # the first load: what the ROM offers, against the options
             self.facts = read_facts(self.rom, ale)
             self.facts.check(opts)
@@ -520,7 +519,7 @@ class AtariGame:
 
     def _info(self) -> Dict[str, Any]:
         ale = self.ale
-        info = {
+        info: Dict[str, Any] = {
             "lives": ale.lives(),
             "episode_frame_number": ale.getEpisodeFrameNumber(),
             "frame_number": ale.getFrameNumber(),
@@ -592,5 +591,4 @@ class AtariGame:
         """Release the emulator. Later calls raise ``RuntimeError``."""
         if not self._closed:
             self._closed = True
-            self.frames = None  # type: ignore[assignment]
-            self.ale = None  # type: ignore[assignment]
+            del self.frames, self.ale  # release them; _check_open guards every use

@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Dict, List, Tuple
 
-__all__ = ["UNLOADABLE", "camel_name", "game_ids", "resolve_game"]
+__all__ = ["UNLOADABLE", "camel_name", "game_ids", "resolve_game", "rom_path"]
 
 #: ROMs that ale-py 0.12.1 ships but cannot run as a single-player game (loading them ends the
 #: process); gymnasium's ``ALE/*-v5`` registration skips them too.
@@ -95,3 +96,13 @@ def resolve_game(name: str) -> str:
         raise ValueError(f"game {rom!r} does not load in ale-py (it has no single-player mode; "
                          f"the process would exit): {', '.join(sorted(UNLOADABLE))} are excluded")
     return rom
+
+
+def rom_path(rom: str) -> Path:
+    """The ``.bin`` file of ROM id ``rom`` (see :func:`resolve_game`), as ale-py finds it
+    (``ALE_ROMS_DIR`` or its own ROMs); ``ValueError`` for a ROM it does not know."""
+    from ale_py import roms
+    path = roms.get_rom_path(rom)
+    if path is None:  # ale-py warned "Rom ... not supported."
+        raise ValueError(f"ale-py has no ROM {rom!r}; see fastatari.core.games.game_ids()")
+    return path

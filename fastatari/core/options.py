@@ -111,7 +111,7 @@ class AtariOptions:
 
     def __post_init__(self) -> None:
         check_int("frame_skip", self.frame_skip, 1)
-        size = self.screen_size
+        size: Any = self.screen_size  # unchecked: any value a caller gave
         pair = isinstance(size, (tuple, list))
         sides = tuple(size) if pair else (size,)
         if len(sides) != (2 if pair else 1) or not all(
@@ -159,14 +159,14 @@ class AtariOptions:
     @property
     def width(self) -> int:
         """Output frame width in pixels."""
-        size = self.screen_size
-        return int(size) if is_int(size) else size[0]  # type: ignore[index]
+        size = self.screen_size  # __post_init__ made a pair a tuple
+        return size[0] if isinstance(size, tuple) else int(size)
 
     @property
     def height(self) -> int:
         """Output frame height in pixels."""
         size = self.screen_size
-        return int(size) if is_int(size) else size[1]  # type: ignore[index]
+        return size[1] if isinstance(size, tuple) else int(size)
 
     @property
     def channels(self) -> int:

@@ -18,9 +18,8 @@ from functools import lru_cache
 from typing import Any, Dict, Optional, Tuple
 
 import ale_py
-from ale_py import roms
 
-from fastatari.core.games import game_ids, resolve_game
+from fastatari.core.games import game_ids, resolve_game, rom_path
 from fastatari.core.options import AtariOptions
 
 __all__ = ["EnlargedScreen", "RomFacts", "known_facts", "loaded_facts", "read_facts",
@@ -80,11 +79,12 @@ class RomFacts:
 
 def read_facts(rom: str, ale: Any) -> RomFacts:
     """The facts of ``rom`` from an ``ale_py.ALEInterface`` that has it loaded."""
+    height, width = ale.getScreenDims()
     return RomFacts(rom, tuple(a.name for a in ale.getMinimalActionSet()),
                     tuple(a.name for a in ale.getLegalActionSet()),
                     tuple(int(m) for m in ale.getAvailableModes()),
                     tuple(int(d) for d in ale.getAvailableDifficulties()),
-                    tuple(int(x) for x in ale.getScreenDims()))  # type: ignore[arg-type]
+                    (int(height), int(width)))
 
 
 def known_facts(game: str) -> Optional[RomFacts]:
@@ -103,7 +103,7 @@ def loaded_facts(game: str) -> RomFacts:
 def _load_facts(rom: str) -> RomFacts:
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
     ale = ale_py.ALEInterface()
-    ale.loadROM(roms.get_rom_path(rom))
+    ale.loadROM(rom_path(rom))
     return read_facts(rom, ale)
 
 

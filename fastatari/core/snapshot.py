@@ -18,7 +18,7 @@ import hashlib
 import warnings
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -93,7 +93,7 @@ class GameState:
     """One game's state (see :meth:`fastatari.core.game.AtariGame.snapshot`)."""
 
     emulator: bytes  # ALEState.serialize(), with its random generator
-    np_random: Dict[str, Any]  # the no-op generator's bit_generator.state
+    np_random: Mapping[str, Any]  # the no-op generator's bit_generator.state
     frames: bytes  # packed: the observation stack, then the pooled full-resolution frame
     lives: int
     continue_game: bool  # episodic_life: the next reset continues the game

@@ -54,7 +54,7 @@ def check_bool(name: str, value: Any) -> bool:
 def check_probability(name: str, value: Any) -> float:
     """``value`` as a float in [0, 1]."""
     if (not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_))
-            or not 0.0 <= value <= 1.0):
+            or not 0.0 <= float(value) <= 1.0):
         raise ValueError(f"{name} must be a float in [0, 1], got {value!r}")
     return float(value)
 
@@ -125,8 +125,8 @@ def check_seeds(seed: Any, count: int) -> List[Optional[int]]:
     if isinstance(seed, np.ndarray) and seed.ndim == 0:
         seed = seed.item()
     if is_int(seed):
-        first = check_seed(seed)
-        return [first + i for i in range(count)]  # type: ignore[operator]
+        check_seed(seed)
+        return [int(seed) + i for i in range(count)]
     if isinstance(seed, (str, bytes)) or not isinstance(seed, (Sequence, np.ndarray)):
         raise TypeError(f"seed must be None, an int or a sequence of {count} seeds, "
                         f"got {seed!r}")

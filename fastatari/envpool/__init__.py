@@ -60,7 +60,7 @@ import dataclasses
 import functools
 import inspect
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -71,7 +71,7 @@ from fastatari.envpool.gym_api import gym_env_class
 from fastatari.envpool.gymnasium_api import EnvPoolAtari
 from fastatari.envpool.spec import ArraySpec, Config, EnvPoolSpec
 from fastatari.core.game import action_names
-from fastatari.core.games import resolve_game
+from fastatari.core.games import resolve_game, rom_path
 from fastatari.core.options import MAX_SIDE, AtariOptions
 from fastatari.core.romfacts import EnlargedScreen
 from fastatari.core.protocols import protocol_options
@@ -154,7 +154,7 @@ def make(task_id: str | Sequence[str], env_type: str = "gymnasium",
 
 def make_gymnasium(task_id: str | Sequence[str], **kwargs: Any) -> EnvPoolAtari:
     """EnvPool's ``make_gymnasium``: ``make(task_id, env_type="gymnasium", **kwargs)``."""
-    return make(task_id, "gymnasium", **kwargs)
+    return cast(EnvPoolAtari, make(task_id, "gymnasium", **kwargs))
 
 
 def make_gym(task_id: str | Sequence[str], **kwargs: Any) -> EnvPoolAtari:
@@ -296,6 +296,7 @@ mode, difficulty
     img_width = validate.check_int("img_width", img_width, 1, MAX_SIDE)
     stack_num = validate.check_int("stack_num", stack_num, 1)
     noop_max = validate.check_int("noop_max", noop_max, 0)
+    config_seed: Optional[int]
     if isinstance(seed, (list, tuple, np.ndarray)):
         config_seed, env_seed = 0, list(validate.check_seeds(seed, num_envs))
     else:
@@ -363,5 +364,4 @@ def _vector_options(config: Config) -> Dict[str, Any]:
 
 
 def _rom_dir(rom: str) -> str:
-    from ale_py import roms
-    return os.path.dirname(roms.get_rom_path(rom))
+    return os.path.dirname(rom_path(rom))

@@ -51,8 +51,9 @@ class Batch:
     def zeros(n: int, obs_shape: Tuple[int, ...], **given: np.ndarray) -> "Batch":
         """``n`` rows: the ``given`` columns, and zeros in the others (``obs_shape``: one
         observation's)."""
-        zeros = {name: np.zeros((n,) + (obs_shape if row is None else row), dtype)
-                 for name, (dtype, row) in COLUMNS.items() if name not in given}
+        zeros: Dict[str, np.ndarray] = {
+            name: np.zeros((n,) + (obs_shape if row is None else row), dtype)
+            for name, (dtype, row) in COLUMNS.items() if name not in given}
         return Batch(**zeros, **given)
 
     @property
@@ -109,14 +110,14 @@ class EnvPoolMixin:
         self.batch_size = vec.batch_size
         self.is_vector_env = True
         self._rgb = not config.gray_scale
-        self.spec = EnvPoolSpec(config, int(vec.single_action_space.n), self._spaces)
+        self.spec = EnvPoolSpec(config, vec.plan.num_actions, self._spaces)
         self.observation_space = self.spec.observation_space
         self.action_space = self.spec.action_space
         self.single_observation_space = self.observation_space
         self.single_action_space = self.action_space
         self.config = config._asdict()
         self.metadata = dict(vec.metadata)
-        self.render_mode = None
+        self.render_mode: Optional[str] = None
         self.closed = False
         self._seed: Optional[int | Sequence[int]] = seed  # used by the first reset only
         self._episodic = vec.options.episodic_life
@@ -184,7 +185,7 @@ class EnvPoolMixin:
     def result_template(self) -> Any:
         """A result of ``batch_size`` envs (zeros), as :meth:`recv` returns one: its shapes and
         dtypes (for ``xla()``)."""
-        obs_shape = self.vec.single_observation_space.shape
+        obs_shape = self.vec.options.observation_shape
         return self._step_result(Batch.zeros(self.batch_size, obs_shape))
 
     # -- bookkeeping -----------------------------------------------------------------------------

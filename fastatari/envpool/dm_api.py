@@ -19,7 +19,7 @@ of arrays for the batch:
 from __future__ import annotations
 
 import functools
-from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def dm_env_class() -> type:
 
 
 @functools.lru_cache(maxsize=None)
-def _dm_class(dm_env: ModuleType) -> type:
+def _dm_class(dm_env: Any) -> type:  # the dm_env module: its Environment is the base class
 
     class EnvPoolAtariDM(EnvPoolMixin, dm_env.Environment):
         """EnvPool's dm_env API (``env_type="dm"``) over a :class:`fastatari.AtariVectorEnv`;

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from types import ModuleType
-from typing import Tuple
+from typing import Any, Tuple
 
 import numpy as np
 
@@ -53,7 +52,7 @@ def _version(text: str) -> Tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _gym_class(gym: ModuleType) -> type:
+def _gym_class(gym: Any) -> type:  # the gym module (untyped): its Env is the base class
     new_api = _version(gym.__version__) >= (0, 26)
 
     class EnvPoolAtariGym(EnvPoolMixin, gym.Env):

@@ -9,7 +9,9 @@ from fastatari.envpool.base import EnvPoolMixin
 __all__ = ["EnvPoolAtari"]
 
 
-class EnvPoolAtari(EnvPoolMixin, gymnasium.vector.VectorEnv, gymnasium.Env):
+# ignore[misc]: gymnasium's VectorEnv and Env declare np_random_seed and render() with different
+# types, and env.spec is EnvPool's spec (EnvPoolSpec: spec.config, ...), not gymnasium's EnvSpec.
+class EnvPoolAtari(EnvPoolMixin, gymnasium.vector.VectorEnv, gymnasium.Env):  # type: ignore[misc]
     """EnvPool's gymnasium API (``env_type="gymnasium"``) over a
     :class:`fastatari.AtariVectorEnv` (see :func:`fastatari.envpool.make`).
 

@@ -23,8 +23,10 @@ Config = collections.namedtuple("Config", [
 #: The dm_env API's observation (``TimeStep.observation``), EnvPool's names and order.
 State = collections.namedtuple("State", ["env_id", "players", "obs", "lives", "reward",
                                          "terminated", "ram"])
-#: ``State.players``, as EnvPool names it.
-Players = collections.namedtuple("players", ["env_id"])
+#: ``State.players``, as EnvPool names it (its repr: ``players(env_id=...)``); pickled by its
+#: qualified name, this module's ``Players``.
+Players = collections.namedtuple("Players", ["env_id"])
+Players.__name__ = "players"
 
 _INT32 = np.iinfo(np.int32)
 _FLOAT32 = np.finfo(np.float32)

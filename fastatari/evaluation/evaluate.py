@@ -221,7 +221,10 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
     names = _games(games)
     episodes = validate.check_int("episodes", episodes, 1)
     seeds = validate.check_int("seeds", seeds, 1)
-    seed = validate.check_seed(seed)
+    checked_seed = validate.check_seed(seed)
+    if checked_seed is None:  # the record (Evaluation.seed) names the seed that reproduces it
+        raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+    seed = checked_seed
     for game in names:
         scores.reference(game, table)  # ValueError now, not after the run
     opts = {**protocol_options(f"{protocol.partition(':')[0]}:eval"), **options}
@@ -240,7 +243,8 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
         envs: AtariVectorEnv = RayAtariVectorEnv(plan, RayExecutor(plan))
     else:
         envs = AtariVectorEnv(plan, WorkerPool(plan))
-    returns, lengths = np.zeros(n), np.zeros(n, np.int64)
+    returns: np.ndarray = np.zeros(n)
+    lengths: np.ndarray = np.zeros(n, np.int64)
     bar = None
     if progress:
         try:

@@ -337,7 +337,8 @@ class RayExecutor(Executor):
             pending = list(self._calls)
             ready, _ = ray.wait(pending, num_returns=len(pending) if at_least is None else 1)
             for ref in ready:
-                answered += self._calls[ref].ids.size
+                stepped = self._calls[ref].ids  # set: only run calls wait here
+                answered += 0 if stepped is None else stepped.size
                 replies += self._answer(ref)
         return replies
 

@@ -174,10 +174,12 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
         return result
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
-        self.env.send(actions, env_ids)
+        env: Any = self.env  # a fastatari vector env: send/recv are not gymnasium's VectorEnv's
+        env.send(actions, env_ids)
 
     def recv(self):
-        result = self.env.recv()
+        env: Any = self.env
+        result = env.recv()
         self._record(np.asarray(result[-1]["env_id"]), result[-1])
         return result
 
@@ -202,8 +204,10 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
                 self.episodes += 1
                 if self._env_game:
                     self.game_returns[self.game_names[self._env_game[env_ids[j]]]].append(r)
-        if self.global_step // self.log_every > before // self.log_every and self.episodes:
-            self._writer.write(self.global_step, self.stats())
+        if self.global_step // self.log_every > before // self.log_every:
+            stats = self.stats()
+            if stats is not None:  # a game has finished
+                self._writer.write(self.global_step, stats)
 
     def _columns(self) -> Tuple[str, ...]:
         """The report's values, in CSV column order."""
@@ -215,9 +219,9 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
 
     def stats(self) -> Optional[Dict[str, float]]:
         """The values a report holds now (None before the first finished game)."""
-        if not self.episodes:
+        if not self.episodes or self.last_return is None:
             return None
-        stats = {
+        stats: Dict[str, float] = {
             "last_return": self.last_return,
             "mean_return_100": float(np.mean(self.returns)),
             "min_return": float(np.nanmin(self.env_returns)),
@@ -229,12 +233,14 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
             if returns:
                 stats[_game_key(name)] = float(np.mean(returns))
         table = self.hns_table
+        if table is None:  # no hns_games either
+            return stats
         if not self.game_names:
             if self.hns_games:
-                stats["mean_hns_100"] = scores.human_normalized(
-                    self.hns_games[0], stats["mean_return_100"], table)
+                stats["mean_hns_100"] = float(scores.human_normalized(
+                    self.hns_games[0], stats["mean_return_100"], table))
             return stats
-        hns = [scores.human_normalized(g, stats[_game_key(g)], table)
+        hns = [float(scores.human_normalized(g, stats[_game_key(g)], table))
                for g in self.hns_games if _game_key(g) in stats]
         for g, value in zip([g for g in self.hns_games if _game_key(g) in stats], hns,
                             strict=True):
@@ -246,7 +252,7 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
 
     def close(self, **kwargs: Any) -> None:
         """Close the log and the wrapped env."""
-        writer, self._writer = self.__dict__.get("_writer"), None
+        writer = self.__dict__.pop("_writer", None)  # closed once
         if writer is not None:
             writer.close()
         self.env.close(**kwargs)

@@ -10,18 +10,27 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+from gymnasium import spaces
 
 from fastatari.env import AtariEnv
 
 __all__ = ["POLICIES", "PlayResult", "play", "random_policy"]
 
-Policy = Callable[[np.ndarray], int]
+#: observation -> action: an int, or with ``continuous`` a float32 ``(radius, theta, fire)``
+Policy = Callable[[np.ndarray], Any]
 
 
 def random_policy(env: AtariEnv, seed: Optional[int]) -> Policy:
-    """Uniformly random actions from a generator of its own, so a seed fixes the play."""
+    """Uniformly random actions from a generator of its own, so a seed fixes the play (with
+    ``continuous``: uniform within the action space's bounds)."""
     rng = np.random.default_rng(seed)
-    n = int(env.action_space.n)
+    space = env.action_space
+    if isinstance(space, spaces.Box):  # continuous
+        low, high = space.low, space.high
+        return lambda observation: rng.uniform(low, high).astype(np.float32)
+    if not isinstance(space, spaces.Discrete):
+        raise TypeError(f"random_policy needs a Discrete or Box action space, got {space}")
+    n = int(space.n)
     return lambda observation: int(rng.integers(n))
 
 
@@ -124,7 +133,9 @@ def play(game: str, steps: int, *, policy: str = "random", seed: Optional[int] =
             ret += info.get("raw_reward", reward)  # the game's score, even with clip_rewards
             length += 1
             if video is not None:
-                video.write(side_by_side(env.render(), obs, env.options, all_frames=all_frames))
+                screen = env.render()
+                assert screen is not None  # render_mode="rgb_array" when recording
+                video.write(side_by_side(screen, obs, env.options, all_frames=all_frames))
             if terminated or truncated:
                 result.episodes.append((ret, length))
                 if on_episode is not None:

@@ -18,7 +18,7 @@ import math
 import numbers
 import os
 import struct
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import gymnasium
 import numpy as np
@@ -26,6 +26,9 @@ from gymnasium.vector import AutoresetMode
 
 from fastatari.core.options import AtariOptions
 from fastatari.tools.files import check_not_symlink
+
+if TYPE_CHECKING:
+    from fastatari.vector.env import AtariVectorEnv
 
 __all__ = ["VIDEO_FORMATS", "VectorVideoRecorder", "VideoWriter", "observation_frames",
            "side_by_side"]
@@ -122,7 +125,7 @@ def video_format(path: str) -> str:
 def check_fps(fps: Any) -> float:
     """``fps`` as a float: a finite number > 0 (``ValueError`` otherwise; OpenCV's writer
     never returns for an infinite one)."""
-    if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not fps > 0 \
+    if isinstance(fps, bool) or not isinstance(fps, numbers.Real) or not float(fps) > 0 \
             or not math.isfinite(fps):
         raise ValueError(f"fps must be a finite number > 0, got {fps!r}")
     return float(fps)
@@ -234,7 +237,8 @@ class _GifBackend:
         self._pending_cs = 0
 
     def write(self, frame: np.ndarray) -> None:
-        if self._file is None:
+        canvas = self._canvas
+        if self._file is None or canvas is None:  # the first frame (both are set together)
             try:
                 self._file = open(self._path, "wb")
             except OSError as error:
@@ -247,7 +251,7 @@ class _GifBackend:
             self._canvas = frame.copy()
             self._pending, self._pending_cs = self._encode(frame, 0, 0), self._delay_cs
             return
-        changed = np.any(frame != self._canvas, axis=2)
+        changed = np.any(frame != canvas, axis=2)
         rows = np.flatnonzero(changed.any(axis=1))
         if rows.size == 0 and self._pending_cs + self._delay_cs <= 0xFFFF:
             self._pending_cs += self._delay_cs
@@ -260,7 +264,7 @@ class _GifBackend:
         top, left = int(rows[0]), int(cols[0])
         box = frame[top:rows[-1] + 1, left:cols[-1] + 1]
         self._pending, self._pending_cs = self._encode(box, left, top), self._delay_cs
-        np.copyto(self._canvas, frame)
+        np.copyto(canvas, frame)
 
     def _encode(self, image: np.ndarray, left: int, top: int) -> bytes:
         """One image as a GIF image block placed at (left, top): descriptor, colour table, data."""
@@ -433,7 +437,9 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
     Only :meth:`step` records: ``send``/``recv`` raise. Other attributes pass through.
     """
 
-    def __init__(self, envs: gymnasium.vector.VectorEnv,
+    env: AtariVectorEnv  # its render(env_ids) gives the screens
+
+    def __init__(self, envs: AtariVectorEnv,
                  path_pattern: str = "videos/env{env_id}-episode{episode:04d}.mp4",
                  every_k_episodes: int = 10, env_id: int = 0,
                  fps: Optional[float] = None, follow_symlinks: bool = False) -> None:
@@ -474,7 +480,9 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
 
     # -- recording -------------------------------------------------------------------------
     def _screen(self) -> np.ndarray:
-        return self.env.render(env_ids=[self.env_id])[0]
+        screens = self.env.render(env_ids=[self.env_id])
+        assert screens is not None  # render_mode="rgb_array", checked at construction
+        return screens[0]
 
     def _start_episode(self) -> None:
         self._episode += 1
@@ -526,7 +534,8 @@ class VectorVideoRecorder(gymnasium.vector.VectorWrapper):
             self._resets_next_step = True
         return result
 
-    def render(self, env_ids: Any = None) -> Optional[np.ndarray]:
+    # ignore[override]: AtariVectorEnv's render (one array of screens, not gymnasium's tuple)
+    def render(self, env_ids: Any = None) -> Optional[np.ndarray]:  # type: ignore[override]
         """The wrapped env's raw screens (pass-through)."""
         return self.env.render(env_ids=env_ids)
 

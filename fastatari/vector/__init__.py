@@ -7,9 +7,10 @@ The submodules, from the API down: ``env`` (:class:`AtariVectorEnv`: gymnasium's
 ``executor`` (what runs the envs, and the rules every runner shares), then the local
 executor: ``pool`` (worker processes, replies, restarts), ``messages`` (the pipe messages),
 ``launch`` (how a worker process starts), ``worker`` (the worker's loop), ``buffers`` (the
-shared memory), ``lineup`` (games, options, which worker runs which env), ``placement`` (cores
-and pinning). Importing this package imports none of them until a name below is used, so a
-worker process never loads the trainer-side modules.
+shared memory), ``lineup`` (games, options, which worker runs which env; ``game_costs``, run
+with ``python -m``, measures the cost table it balances by), ``placement`` (cores and
+pinning). Importing this package imports none of them until a name below is used, so a worker
+process never loads the trainer-side modules.
 """
 from __future__ import annotations
 

@@ -66,7 +66,8 @@ class Layout:
     def offsets(self) -> Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]]:
         """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned,
         after the control words (:data:`CONTROL_BYTES` at offset 0)."""
-        out = {"control": (0, np.dtype(np.uint8), (CONTROL_BYTES,))}
+        out: Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]] = {
+            "control": (0, np.dtype(np.uint8), (CONTROL_BYTES,))}
         offset = CONTROL_BYTES
         for name, (dtype, shape) in _columns(self.obs_shape, self.continuous).items():
             dt = np.dtype(dtype)

@@ -8,7 +8,7 @@ import copy
 import enum
 import functools
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -67,7 +67,7 @@ def one_caller(method: F) -> F:
             caller.thread = None
             caller.lock.release()
 
-    return guarded  # type: ignore[return-value]
+    return cast(F, guarded)  # functools.wraps keeps the signature
 
 # gymnasium's enum, its values ("NextStep", ...) and fastatari's snake-case names
 _AUTORESET_MODES = {key: mode for mode in AutoresetMode

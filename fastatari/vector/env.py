@@ -11,7 +11,7 @@ the envs: the local worker processes, :class:`~.pool.WorkerPool`, or Ray actors,
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import gymnasium
 import numpy as np
@@ -126,7 +126,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.executor = executor
         self.num_envs = num_envs = plan.num_envs
         self.num_workers: Optional[int] = executor.num_workers
-        self.batch_size = config.batch_size
+        assert config.batch_size is not None  # VectorConfig.checked resolved the default
+        self.batch_size: int = config.batch_size
         self.copy = config.copy
         self.timeout = config.timeout
         self.max_restarts = config.max_restarts
@@ -151,8 +152,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                 raise
         self._state = State.NEEDS_RESET
 
-        self.single_observation_space = spaces.Box(0, 255, self.options.observation_shape,
-                                                   np.uint8)
+        self.single_observation_space: spaces.Box = spaces.Box(
+            0, 255, self.options.observation_shape, np.uint8)
         self._life_loss_info = self.options.life_loss_info
         self.single_action_space: spaces.Space = (
             spaces.Box(ACTION_LOW.copy(), ACTION_HIGH.copy(), dtype=np.float32)
@@ -377,8 +378,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             info[GAME_KEY], info["_" + GAME_KEY] = game, ended
         return info
 
+    # ignore[override]: gymnasium's VectorEnv declares one seed (int | None), while its own
+    # SyncVectorEnv and AsyncVectorEnv return one per env, as here
     @property
-    def np_random_seed(self) -> Tuple[int, ...]:
+    def np_random_seed(self) -> Tuple[int, ...]:  # type: ignore[override]
         """Each env's seed, as gymnasium's vector envs report them: the last it was reset
         with. An env not seeded yet gets one drawn from entropy when first asked (as each of
         gymnasium's envs draws its own), which its first reset then uses."""
@@ -390,7 +393,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         env seeds itself when reset without one; so every game's seed is known."""
         book = self.executor.seeds
         if not book.games_exist:
-            book.last = [np.random.SeedSequence().entropy if s is None else s
+            # a fresh SeedSequence's entropy is an int (numpy's stubs: int | Sequence | None)
+            book.last = [cast(int, np.random.SeedSequence().entropy) if s is None else s
                          for s in book.last]
 
     def __len__(self) -> int:
@@ -398,8 +402,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         return self.num_envs
 
     # -- render, close -------------------------------------------------------------------------
+    # ignore[override]: one array of every env's screen (as ale-py's AtariVectorEnv), not
+    # gymnasium's tuple of frames
     @contract.one_caller
-    def render(self, env_ids: Any = None) -> Optional[np.ndarray]:
+    def render(self, env_ids: Any = None) -> Optional[np.ndarray]:  # type: ignore[override]
         """Raw RGB screens ``(len(env_ids), 210, 160, 3)`` (default: every env)."""
         self._check_not_async("render")
         if self.render_mode is None:
@@ -425,8 +431,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         if executor is not None:
             executor.close()
 
+    # ignore[override]: gymnasium's VectorEnv.closed is an attribute its close() sets; here it is
+    # derived from the state and the executor (close() is this class's own)
     @property
-    def closed(self) -> bool:
+    def closed(self) -> bool:  # type: ignore[override]
         """Whether :meth:`close` has run (gymnasium's ``VectorEnv.closed``)."""
         executor = getattr(self, "executor", None)
         return self._state is State.CLOSED or executor is None or executor.closed

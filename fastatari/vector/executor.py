@@ -135,7 +135,7 @@ class SeedBook:
         """The resets that replace the games of ``envs`` at restart number ``restarts``."""
         if not self.games_exist:
             return []  # the first reset() builds them
-        resets = []
+        resets: List[ResetRequest] = []
         for i in envs:
             last = self.last[i]
             base = last if last is not None else int(self.env_ids[i])

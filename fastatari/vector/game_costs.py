@@ -1,6 +1,7 @@
-"""Measure each game's emulation cost per agent step, for the vector env's worker assignment.
+"""The calibration of ``game_costs.json``: each game's emulation cost per agent step, for the
+vector env's worker assignment (:func:`fastatari.vector.lineup.assign_workers`).
 
-``python -m fastatari.bench.calibrate [--steps N] [--out PATH]`` plays every loadable ROM with
+``python -m fastatari.vector.game_costs [--steps N] [--out PATH]`` plays every loadable ROM with
 random actions (frame skip 4, full action space, sticky actions off), in rounds that go
 round-robin over the games, and writes microseconds per agent step, the median of the rounds,
 to ``fastatari/vector/game_costs.json`` (what
@@ -54,7 +55,10 @@ def step_costs(roms: list[str], steps: int, rounds: int, seed: int = 0,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m fastatari.vector.game_costs",
+        description="Measure each game's emulation cost per agent step and write the table the "
+                    "vector env's cost-balanced assignment reads.")
     parser.add_argument("--steps", type=int, default=40, help="agent steps per game per round")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out", default=COSTS_FILE)
@@ -67,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     costs = {rom: round(us, 1) for rom, us in
              step_costs(roms, args.steps, args.rounds, progress=progress).items()}
     table = {"about": "microseconds per agent step (frame skip 4, random actions); written by "
-                      "python -m fastatari.bench.calibrate",
+                      "python -m fastatari.vector.game_costs",
              "machine": platform.processor() or platform.machine(),
              "us_per_step": costs}
     with open(args.out, "w") as f:

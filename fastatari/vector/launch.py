@@ -26,7 +26,8 @@ import subprocess
 import sys
 import tempfile
 from multiprocessing.connection import Connection
-from typing import IO, List, Optional
+from multiprocessing.process import BaseProcess
+from typing import IO, List, Optional, Union
 
 from fastatari.vector.buffers import Handle
 
@@ -43,7 +44,8 @@ STDERR_TAIL_BYTES = 2000
 class WorkerProcess:
     """A launched worker: its pipe, and the process with ``subprocess.Popen``'s interface."""
 
-    def __init__(self, conn: Connection, pid: int, process: object,
+    def __init__(self, conn: Connection, pid: int,
+                 process: Union["subprocess.Popen[bytes]", BaseProcess],
                  stderr: Optional[IO[bytes]]) -> None:
         self.conn = conn
         self.pid = pid
@@ -55,7 +57,7 @@ class WorkerProcess:
         process = self._process
         if isinstance(process, subprocess.Popen):
             return process.poll()
-        return process.exitcode  # type: ignore[attr-defined]
+        return process.exitcode
 
     def wait(self, timeout: float) -> Optional[int]:
         process = self._process
@@ -64,13 +66,13 @@ class WorkerProcess:
                 return process.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
-        process.join(timeout)  # type: ignore[attr-defined]
-        return process.exitcode  # type: ignore[attr-defined]
+        process.join(timeout)
+        return process.exitcode
 
     def kill(self) -> None:
         if self.exitcode() is None:
             try:
-                self._process.kill()  # type: ignore[attr-defined]
+                self._process.kill()
             except OSError:
                 pass
 
@@ -147,4 +149,5 @@ def _launch_spawn(name: str) -> WorkerProcess:  # pragma: no cover - Windows
     process = ctx.Process(target=serve, args=(child,), name=name, daemon=True)
     process.start()
     child.close()
+    assert process.pid is not None  # started
     return WorkerProcess(parent, process.pid, process, None)

@@ -5,8 +5,8 @@ the multi-task setting of Atari-57 agents). Games differ in emulation cost by se
 and a synchronous step waits for the slowest worker, so envs of several games are assigned to
 workers by cost (longest first, each to the least loaded worker, each game's envs kept
 together) rather than in contiguous blocks. Costs come from ``game_costs.json``: agent-step
-times measured once per ROM by ``python -m fastatari.bench.calibrate`` (relative costs are what
-matters here).
+times measured once per ROM by ``python -m fastatari.vector.game_costs`` (relative costs are
+what matters here).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def assign_workers(lineup: Lineup, num_workers: int, balance: bool = True,
 @lru_cache(maxsize=1)
 def game_costs() -> Dict[str, float]:
     """Microseconds per agent step (frame skip 4, random actions) for each ROM, as measured by
-    ``python -m fastatari.bench.calibrate``; empty if the table is missing."""
+    ``python -m fastatari.vector.game_costs``; empty if the table is missing."""
     try:
         with open(COSTS_FILE) as f:
             return {k: float(v) for k, v in json.load(f)["us_per_step"].items()}

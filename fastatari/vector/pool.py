@@ -75,7 +75,7 @@ class _Resources:
         self.firsts = firsts  # each worker's first env: where its pending word lives
         self.workers: List[Optional[WorkerProcess]] = []
         self.wake_fd = -1
-        self.epoll: Optional[select.epoll] = None  # type: ignore[name-defined]
+        self.epoll: Optional[select.epoll] = None
         if not PORTABLE_WAITS:
             self.wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
             self.epoll = select.epoll()
@@ -126,8 +126,9 @@ class WorkerPool(Executor):
         # the local-worker keywords are checked here, where they are used (on a Ray actor's
         # node, its cores are the default)
         workers = WorkerSettings.checked(plan.num_envs, **plan.workers)
+        assert workers.num_workers is not None  # checked() resolved the default
         self.blocks = assign_workers(plan.lineup, workers.num_workers, balance=workers.balance)
-        self.num_workers = len(self.blocks)
+        self.num_workers: int = len(self.blocks)
         self.timeout = config.timeout
         self.seeds = SeedBook(plan.env_ids)
         self._policy = RestartPolicy(self.num_workers, config.max_crashes_without_progress,
@@ -447,6 +448,7 @@ def _wait_pipes(conns: List[Connection], timeout: Optional[float]) -> List[Conne
     """``multiprocessing.connection.wait`` without the Python selector it builds per call
     where ``poll(2)`` is at hand."""
     if not hasattr(select, "poll"):  # Windows
+        # ignore: typeshed's wait() returns any waitable; it returns the Connections given
         return wait(conns, timeout=timeout)  # type: ignore[return-value]
     poller = select.poll()
     by_fd = {}

@@ -1,15 +1,11 @@
-"""The ``envs`` section: whole agent steps of one env, against the raw-ALE ceiling.
-
-Contenders, each ``steps`` agent steps per round with random actions drawn in advance from a
-seeded generator: the ceiling (a bare loop of ``FRAME_SKIP`` ``ale.act`` calls per agent step,
-no preprocessing), ``fastatari.AtariEnv``, and gymnasium's reference pipeline
-(``AtariPreprocessing`` + ``FrameStackObservation`` over ale_py's v5 env). Timed round-robin
-with the other sections' contenders (the ``kernels`` section's); ratios to the ceiling are per
-round, against the same round's ceiling, median.
+"""The ``envs`` section: one env's agent steps/s, ``steps`` per round, random actions drawn
+in advance: the raw-ALE ceiling (``FRAME_SKIP`` bare ``ale.act`` calls per step, no
+preprocessing), ``fastatari.AtariEnv`` and gymnasium's reference pipeline. Ratios to the
+ceiling are per round, against the same round's ceiling, median.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from fastatari.bench.harness import (RATE_HEADER, BenchConfig, Contender, Contenders, Rate,
                                      Section, bare_loop, draw_actions, markdown_table, rate_rows,
@@ -21,7 +17,7 @@ CEILING = "raw ALE (4× ale.act)"
 
 @dataclass
 class EnvsReport:
-    envs: list[Rate] = field(default_factory=list)
+    rates: list[Rate] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # system -> why it did not run
 
 
@@ -37,7 +33,7 @@ def env_contender(name: str, env, config: BenchConfig, note: str) -> Contender:
             if terminated or truncated:
                 env.reset()
 
-    return Contender("envs", name, config.steps, run, note=note, close=env.close)
+    return Contender(name, config.steps, run, note=note, close=env.close)
 
 
 def fastatari_env(config: BenchConfig):
@@ -48,7 +44,7 @@ def fastatari_env(config: BenchConfig):
 
 def env_contenders(config: BenchConfig) -> Contenders:
     skipped: dict[str, str] = {}
-    contenders = [Contender("envs", CEILING, config.steps,
+    contenders = [Contender(CEILING, config.steps,
                             bare_loop(config.game, config.seed, config.rounds, config.steps),
                             note="the emulation ceiling, one core, no preprocessing")]
     makers = [
@@ -65,19 +61,13 @@ def env_contenders(config: BenchConfig) -> Contenders:
         rates(contenders, seconds, CEILING), skipped))
 
 
-def env_table(report: EnvsReport) -> str:
-    rows = rate_rows(report.envs)
-    rows += [[name, "—", "—", "—", f"skipped: {reason}"] for name, reason in report.skipped.items()]
-    return markdown_table(RATE_HEADER, rows)
-
-
 def markdown_envs(report: EnvsReport, config: dict) -> str:
+    rows = rate_rows(report.rates) + [[name, "—", "—", "—", f"skipped: {reason}"]
+                                      for name, reason in report.skipped.items()]
     return (f"{config['steps']:,} agent steps per round per system; ratios are per-round ratios "
-            "to the ceiling of the same round, median.\n\n" + env_table(report))
+            "to the ceiling of the same round, median.\n\n" + markdown_table(RATE_HEADER, rows))
 
 
 SECTION = Section(
     "envs", "one env's agent steps/s: fastatari.AtariEnv and gymnasium's reference pipeline "
-    "against the raw-ALE ceiling", markdown_envs, contenders=env_contenders,
-    # the report's keys "envs" and "skipped" (the systems that could not be built)
-    json=lambda report: asdict(report or EnvsReport()))
+    "against the raw-ALE ceiling", markdown_envs, contenders=env_contenders)

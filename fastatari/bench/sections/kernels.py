@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -36,7 +36,7 @@ class KernelResult:
 
 @dataclass
 class KernelsReport:
-    kernels: list[KernelResult] = field(default_factory=list)
+    results: list[KernelResult] = field(default_factory=list)
 
 
 @dataclass
@@ -168,7 +168,7 @@ def kernel_contenders(config: BenchConfig) -> Contenders:
                 for _ in range(calls):
                     step()
 
-        return Contender("kernels", f"{comparison} | {implementation} [{simd or 'baseline'}]",
+        return Contender(f"{comparison} | {implementation} [{simd or 'baseline'}]",
                          calls, run, comparison=comparison, implementation=implementation,
                          simd=simd)
 
@@ -190,19 +190,14 @@ def kernel_results(contenders: list[Contender],
                      [sample * 1e6 for sample in seconds[c.name]]) for c in contenders])
 
 
-def kernel_table(report: KernelsReport) -> str:
-    rows = [[r.comparison, r.implementation, r.simd or "OpenCV/numpy", f"{r.us_per_step:.1f}",
-             f"{r.speedup:.1f}×"] for r in report.kernels]
-    return markdown_table(["comparison", "implementation", "path", "µs/step", "speedup"], rows)
-
-
 def markdown_kernels(report: KernelsReport, config: dict) -> str:
+    rows = [[r.comparison, r.implementation, r.simd or "OpenCV/numpy", f"{r.us_per_step:.1f}",
+             f"{r.speedup:.1f}×"] for r in report.results]
     return (f"Preprocessing after emulation, {config['kernel_calls']:,} steps per round; "
             "speedup = OpenCV/numpy µs ÷ fastatari µs, per round, median.\n\n"
-            + kernel_table(report))
+            + markdown_table(["comparison", "implementation", "path", "µs/step", "speedup"], rows))
 
 
 SECTION = Section(
     "kernels", "the preprocessing after emulation: fastatari's kernels on every SIMD path "
-    "against OpenCV/numpy", markdown_kernels, contenders=kernel_contenders,
-    json=lambda report: asdict(report or KernelsReport()))
+    "against OpenCV/numpy", markdown_kernels, contenders=kernel_contenders)

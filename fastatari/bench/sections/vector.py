@@ -1,41 +1,30 @@
 """The ``vector`` section: whole vector envs side by side, in bounded time.
 
-The systems of :mod:`fastatari.bench.systems` (fastatari's ``make_vec``, gymnasium's
-``AsyncVectorEnv`` over the reference pipeline, ale_py's ``AtariVectorEnv``, EnvPool when
-importable), each with min(cores, N) threads or worker processes, stepped synchronously with
-random actions drawn in advance from a seeded generator. Two measurements:
-
-1. **throughput and scaling**: for ``VECTOR_ENVS`` (the headline table) and every N of
-   ``vector_envs``, a group of interleaved rounds of every system and the ceiling, measured
-   again in each group (gymnasium's env only up to ``GYM_ASYNC_MAX_ENVS``: a process per env);
-2. **start-up and memory** at ``STARTUP_ENVS`` envs, each system in a fresh interpreter
-   (``python fastatari/bench/systems.py``), so that import costs and memory compare.
-
-The ceiling is measured, not multiplied: one bare ``ale.act`` loop per usable core, each in
-its own process, all started together (:func:`~fastatari.bench.ceiling.parallel_ceiling`); a
-round's rate is all their steps over the wall time of the slowest. Every env and process is
-closed even when a round raises.
+The systems of :mod:`fastatari.bench.systems`, each with min(cores, N) threads or worker
+processes, stepped synchronously with random actions drawn in advance. For ``VECTOR_ENVS``
+(the headline table) and every N of ``vector_envs``: a group of interleaved rounds of every
+system and the ceiling (gymnasium's env only up to ``GYM_ASYNC_MAX_ENVS``: a process per env).
+The ceiling is measured, not multiplied: a bare ``ale.act`` loop per usable core, each in its
+own process, all run together (:func:`~fastatari.bench.harness.parallel_ceiling`); a round's
+rate is all their steps over the wall time of the slowest. Then start-up and memory at
+``STARTUP_ENVS`` envs, each system in a fresh interpreter (``fastatari/bench/systems.py``), so
+that import costs and memory compare. Every env and process is closed even when a round raises.
 """
 from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
-import signal
 import statistics
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastatari.bench import systems
-from fastatari.bench.ceiling import LoopProcesses, parallel_ceiling
-from fastatari.bench.harness import (RATE_HEADER, TIMEOUT, BenchConfig, Contender, Plan,
-                                     Progress, Rate, Section, advance, describe,
-                                     draw_actions, markdown_table, measure, median_ratio,
+from fastatari.bench.harness import (RATE_HEADER, BenchConfig, Contender, Plan,
+                                     Progress, Rate, Section, advance, describe, draw_actions,
+                                     markdown_table, measure, median_ratio, parallel_ceiling,
                                      rate_rows, rates, usable_cores)
-from fastatari.bench.systems import Opened, envpool_version, open_vector
+from fastatari.bench.systems import (VECTOR_SYSTEMS, Opened, envpool_version, open_vector,
+                                     startup_in_fresh_interpreter)
 
 VECTOR_ENVS = 8
 GYM_ASYNC_MAX_ENVS = 16
@@ -55,8 +44,7 @@ class VectorReport:
     envpool: str | None  # version, None if not importable
     rates: list[Rate] = field(default_factory=list)  # every group's, by num_envs
     ratios: dict[str, float] = field(default_factory=dict)  # at VECTOR_ENVS: "a / b"
-    # system -> its medians over fresh interpreters (systems.measure_startup's keys), and
-    # "rounds_startup_s"
+    # system -> its medians over fresh interpreters (measure_startup's), "rounds_startup_s"
     startup: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     plot: str | None = None
@@ -72,25 +60,21 @@ def sync_contender(name: str, opened: Opened, config: BenchConfig, note: str) ->
         for actions in rows[round_index]:
             opened.step(actions)
 
-    return Contender("vector", name, steps * opened.num_envs, run, note=note,
-                     close=opened.close)
+    return Contender(name, steps * opened.num_envs, run, note=note, close=opened.close)
 
 
-def group_systems(systems_present: tuple[str, ...], num_envs: int) -> list[str]:
-    return [s for s in systems_present if s != "gymnasium" or num_envs <= GYM_ASYNC_MAX_ENVS]
+def group_systems(present: tuple[str, ...], num_envs: int) -> list[str]:
+    return [s for s in present if s != "gymnasium" or num_envs <= GYM_ASYNC_MAX_ENVS]
 
 
 def run_group(config: BenchConfig, present: tuple[str, ...], num_envs: int,
-              ceiling: tuple[LoopProcesses, int], bar: Progress | None,
+              ceiling: Contender, bar: Progress | None,
               skipped: dict[str, str]) -> tuple[list[Rate], dict[str, list[float]]]:
     """Open the group's systems (a failed one is skipped with its reason), time them
     round-robin with the ceiling, close them all."""
     workers = min(usable_cores(), num_envs)
     describe(bar, f"vector envs, N={num_envs}")
-    loops, units = ceiling
-    contenders = [Contender("vector", CEILING, units, loops.run,
-                            note=f"{len(loops)} bare 4× ale.act loops in {len(loops)} "
-                                 "processes, run together; all steps ÷ wall time")]
+    contenders = [ceiling]
     with contextlib.ExitStack() as closing:
         for system in group_systems(present, num_envs):
             try:
@@ -114,7 +98,7 @@ def run_vector(config: BenchConfig, present: tuple[str, ...], envpool: str | Non
     report = VectorReport(usable_cores(), envpool)
     if envpool is None:
         report.skipped[NAMES["envpool"]] = "not importable (pip install envpool)"
-    ceiling = parallel_ceiling(config, report.usable_cores)
+    ceiling = parallel_ceiling(config, report.usable_cores, CEILING)
     try:
         for num_envs in sorted(set(config.vector_envs) | {VECTOR_ENVS},
                                key=lambda n: n != VECTOR_ENVS):
@@ -127,38 +111,10 @@ def run_vector(config: BenchConfig, present: tuple[str, ...], envpool: str | Non
                 report.ratios = {f"{FASTATARI} / {other}": median_ratio(seconds[other], ours)
                                  for other in SYSTEMS[1:] if ours and seconds.get(other)}
     finally:
-        ceiling[0].close()
+        ceiling.close()
     report.rates.sort(key=lambda r: r.num_envs)
     report.startup = startup_results(config, present, bar, report.skipped)
     return report
-
-
-# --- Start-up and memory, in fresh interpreters --------------------------------------------------
-
-
-def startup_in_fresh_interpreter(system: str, config: BenchConfig) -> dict[str, Any]:
-    """One start-up measurement (:func:`fastatari.bench.systems.measure_startup`) in a fresh
-    interpreter; its whole process group is killed if it outlives the timeout."""
-    script = os.path.abspath(systems.__file__)  # a file path: ``-m`` would import fastatari
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [
-        os.path.dirname(os.path.dirname(os.path.dirname(script))), env.get("PYTHONPATH")]))
-    command = [sys.executable, script, system, str(STARTUP_ENVS), config.rom, str(config.seed),
-               str(min(usable_cores(), STARTUP_ENVS))]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=env, start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=TIMEOUT)
-    finally:
-        if process.poll() is None or process.returncode:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the interpreter and anything it started
-            process.communicate()
-    if process.returncode:
-        lines = (err or "").strip().splitlines()
-        raise RuntimeError(f"the fresh interpreter exited with {process.returncode}: "
-                           f"{lines[-1] if lines else 'no output'}")
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def startup_results(config: BenchConfig, present: tuple[str, ...], bar: Progress | None,
@@ -171,7 +127,9 @@ def startup_results(config: BenchConfig, present: tuple[str, ...], bar: Progress
             key = f"{NAMES[system]} start-up, N={STARTUP_ENVS}"
             if key not in skipped:
                 try:
-                    samples[NAMES[system]].append(startup_in_fresh_interpreter(system, config))
+                    samples[NAMES[system]].append(startup_in_fresh_interpreter(
+                        system, STARTUP_ENVS, config.rom, config.seed,
+                        min(usable_cores(), STARTUP_ENVS)))
                 except Exception as error:  # noqa: BLE001 - reported, the others go on
                     skipped[key] = f"{type(error).__name__}: {error}"
             advance(bar, 1)
@@ -283,7 +241,7 @@ def markdown_vector(report: VectorReport, config: dict[str, Any]) -> str:
 
 def plan(config: BenchConfig) -> Plan:
     envpool = envpool_version()
-    present = tuple(s for s in systems.VECTOR_SYSTEMS if s != "envpool" or envpool is not None)
+    present = tuple(s for s in VECTOR_SYSTEMS if s != "envpool" or envpool is not None)
     contenders = sum(1 + len(group_systems(present, n))
                      for n in set(config.vector_envs) | {VECTOR_ENVS})
     units = contenders * (config.rounds + 1) + len(present) * config.startup_repeats
