@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from benchmarks.load import LoadWatch, load_line
-from fastatari.bench.harness import (BenchConfig, Contender, Plan, Progress, Rate, Section,
+from fastatari.bench.harness import (BenchConfig, Contender, Work, Progress, Rate, Section,
                                      describe, draw_actions, markdown_table, measure,
                                      median_ratio, rate, usable_cores)
 from fastatari.bench.systems import Opened, open_vector
@@ -159,5 +159,5 @@ def markdown_async(report: AsyncReport, config: dict[str, Any]) -> str:
 SECTION = Section(
     "async_policy", "fastatari's async send/recv against its sync step, with a simulated "
     "policy per batch (busy-wait and sleep)", markdown_async,
-    plan=lambda config: Plan(3 * len(POLICIES) * (config.rounds + 1),
+    plan=lambda config: Work(3 * len(POLICIES) * (config.rounds + 1),
                              lambda bar: run_async(config, bar)))

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchmarks.load import LoadWatch, load_line
 from benchmarks.sections.async_policy import POLICY_SECONDS, async_contender, sleep_policy
-from fastatari.bench.harness import (BenchConfig, Plan, Progress, Rate, Section, advance,
+from fastatari.bench.harness import (BenchConfig, Work, Progress, Rate, Section, advance,
                                      describe, markdown_table, measure, median_ratio, rate,
                                      usable_cores)
 from fastatari.bench.systems import open_vector
@@ -111,5 +111,5 @@ def markdown_envpool_async(report: EnvPoolAsyncReport, config: dict[str, Any]) -
 SECTION = Section(
     "envpool_async", "fastatari's async send/recv against EnvPool's, with no policy and with "
     "a sleep per batch; needs EnvPool", markdown_envpool_async,
-    plan=lambda config: Plan(len(SYSTEMS) * len(POLICIES) * (config.rounds + 1),
+    plan=lambda config: Work(len(SYSTEMS) * len(POLICIES) * (config.rounds + 1),
                              lambda bar: run_envpool_async(config, bar)))

@@ -48,7 +48,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
-from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, LoopProcesses, Plan,
+from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, LoopProcesses, Work,
                                      Progress, Section, bare_step, describe, draw_actions,
                                      markdown_table, measure, median_ratio, open_ale, rate,
                                      usable_cores)
@@ -418,4 +418,4 @@ def markdown_multigame(report: MultigameReport, config: dict[str, Any]) -> str:
 SECTION = Section(
     "multigame", "pools of the Atari-57 games (cost-balanced and contiguous) against the "
     "ceiling of their mix, and the assignment bound", markdown_multigame,
-    plan=lambda config: Plan(multigame_units(config), lambda bar: run_multigame(config, bar)))
+    plan=lambda config: Work(multigame_units(config), lambda bar: run_multigame(config, bar)))

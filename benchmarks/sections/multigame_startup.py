@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.sections.multigame import open_pool, suite
-from fastatari.bench.harness import (BenchConfig, Plan, Progress, Section, advance, describe,
+from fastatari.bench.harness import (BenchConfig, Work, Progress, Section, advance, describe,
                                      markdown_table, usable_cores)
 
 __all__ = ["SECTION", "StartupReport", "StartupSample", "run_startup", "summarise"]
@@ -75,4 +75,4 @@ def markdown_startup(report: StartupReport, config: dict[str, Any]) -> str:
 SECTION = Section(
     "multigame_startup", "a 57-game pool's construction and first reset, cost-balanced and "
     "contiguous", markdown_startup,
-    plan=lambda config: Plan(2 * config.startup_repeats, lambda bar: run_startup(config, bar)))
+    plan=lambda config: Work(2 * config.startup_repeats, lambda bar: run_startup(config, bar)))

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
-from fastatari.bench.harness import (BenchConfig, Contender, Plan, Progress, Section, advance,
+from fastatari.bench.harness import (BenchConfig, Contender, Work, Progress, Section, advance,
                                      markdown_table, measure, usable_cores)
 
 __all__ = ["RAY_ENVS", "ROLLOUT_STEPS", "SECTION", "RandomPolicy", "RayReport", "RayResult",
@@ -292,4 +292,4 @@ def markdown_ray(report: RayReport, config: dict[str, Any]) -> str:
 SECTION = Section(
     "ray", "fastatari.ray against the local vector env (sync, async, rollout) on a simulated "
     "two-node cluster, and a model of a real cluster; needs Ray", markdown_ray,
-    plan=lambda config: Plan(ray_units(config), lambda bar: run_ray(config, bar)))
+    plan=lambda config: Work(ray_units(config), lambda bar: run_ray(config, bar)))

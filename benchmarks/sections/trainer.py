@@ -37,7 +37,7 @@ import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
 from benchmarks.sections.transport import check_stand_in, open_stand_in
-from fastatari.bench.harness import (TIMEOUT, BenchConfig, Plan, Progress, Section, advance,
+from fastatari.bench.harness import (TIMEOUT, BenchConfig, Work, Progress, Section, advance,
                                      describe, draw_actions, markdown_table, usable_cores)
 from fastatari.bench.systems import Opened, open_vector
 
@@ -360,4 +360,4 @@ SECTION = Section(
     "trainer", "the trainer thread's CPU time and context switches per sync step against "
     "workers and envs (transport only and emulating, copy or views), and a fit: fixed + per "
     "worker + per env", markdown_trainer,
-    plan=lambda config: Plan(trainer_units(config), lambda bar: run_trainer(config, bar)))
+    plan=lambda config: Work(trainer_units(config), lambda bar: run_trainer(config, bar)))

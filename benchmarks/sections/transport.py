@@ -39,7 +39,7 @@ import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
 from benchmarks.stand_in import STAND_IN
-from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, Plan, Progress, Section,
+from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, Work, Progress, Section,
                                      bare_loop, draw_actions, markdown_table, measure,
                                      usable_cores)
 from fastatari.bench.systems import Opened, opened
@@ -239,4 +239,4 @@ def markdown_transport(report: TransportReport, config: dict[str, Any]) -> str:
 SECTION = Section(
     "transport", "the vector env's transport alone (workers that do not emulate) against the "
     "number of workers, and a model of its cost at more cores", markdown_transport,
-    plan=lambda config: Plan(transport_units(config), lambda bar: run_transport(config, bar)))
+    plan=lambda config: Work(transport_units(config), lambda bar: run_transport(config, bar)))

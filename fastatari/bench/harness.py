@@ -83,7 +83,7 @@ class Contender:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Work:
     """A chosen section's work, planned before anything is timed: progress-bar units, and
     ``run(bar)``, which returns the section's result."""
 
@@ -109,7 +109,7 @@ class Section:
     name: str
     help: str  # one line, for ``--help``
     markdown: Callable[[Any, dict[str, Any]], str]
-    plan: Callable[[BenchConfig], Plan] | None = None
+    plan: Callable[[BenchConfig], Work] | None = None
     contenders: Callable[[BenchConfig], Contenders] | None = None
 
     def __post_init__(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 from fastatari import cli
 from fastatari.bench import DEFAULT_SECTIONS, QUICK, REGISTRY, SECTIONS, BenchConfig, Section
 from fastatari.bench import sections as sections_package
-from fastatari.bench.harness import Plan
+from fastatari.bench.harness import Work
 
 
 def section_modules() -> list[str]:
@@ -45,7 +45,7 @@ def test_a_section_needs_exactly_one_way_to_run():
     with pytest.raises(ValueError, match="'nothing': give one of plan and contenders"):
         Section("nothing", "runs nothing", markdown)
     with pytest.raises(ValueError, match="'both'"):
-        Section("both", "runs twice", markdown, plan=lambda config: Plan(0, lambda bar: None),
+        Section("both", "runs twice", markdown, plan=lambda config: Work(0, lambda bar: None),
                 contenders=lambda config: None)
 
 
@@ -91,6 +91,6 @@ class Figures:
 
 def test_default_json_is_the_result_under_the_section_name():
     section = Section("figures", "a test section", lambda result, config: "",
-                      plan=lambda config: Plan(0, lambda bar: Figures(1.5)))
+                      plan=lambda config: Work(0, lambda bar: Figures(1.5)))
     assert section.to_json(Figures(1.5)) == {"figures": {"rate": 1.5}}
     assert section.to_json(None) == {"figures": None}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from fastatari.bench import REGISTRY, BenchConfig, markdown_report, run_benchmark
-from fastatari.bench.harness import Contender, Contenders, Plan, Section
+from fastatari.bench.harness import Contender, Contenders, Work, Section
 from fastatari.bench.runner import Report
 
 
@@ -37,13 +37,13 @@ def fake_sections():
                        contenders=contenders)
 
     def planned(name: str) -> Section:
-        def plan(config: BenchConfig) -> Plan:
+        def plan(config: BenchConfig) -> Work:
             def run(bar) -> str:
                 events.append(f"run {name}")
                 bar.update(5)
                 return f"{name} result"
 
-            return Plan(5, run)
+            return Work(5, run)
 
         return Section(name, f"{name} help", lambda result, config: f"## {name}: {result}",
                        plan=plan)

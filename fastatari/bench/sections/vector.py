@@ -19,7 +19,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastatari.bench.harness import (RATE_HEADER, BenchConfig, Contender, Plan,
+from fastatari.bench.harness import (RATE_HEADER, BenchConfig, Contender, Work,
                                      Progress, Rate, Section, advance, describe, draw_actions,
                                      markdown_table, measure, median_ratio, parallel_ceiling,
                                      rate_rows, rates, usable_cores)
@@ -239,13 +239,13 @@ def markdown_vector(report: VectorReport, config: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def plan(config: BenchConfig) -> Plan:
+def plan(config: BenchConfig) -> Work:
     envpool = envpool_version()
     present = tuple(s for s in VECTOR_SYSTEMS if s != "envpool" or envpool is not None)
     contenders = sum(1 + len(group_systems(present, n))
                      for n in set(config.vector_envs) | {VECTOR_ENVS})
     units = contenders * (config.rounds + 1) + len(present) * config.startup_repeats
-    return Plan(units, lambda bar: run_vector(config, present, envpool, bar))
+    return Work(units, lambda bar: run_vector(config, present, envpool, bar))
 
 
 SECTION = Section(
