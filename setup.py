@@ -37,10 +37,11 @@ extensions = [
     ),
     Extension(
         "fastatari.vector._wait",
-        # the transport's C lives beside its one Cython user
-        sources=["fastatari/vector/_wait.pyx", "fastatari/vector/fa_wait.c"],
-        depends=["fastatari/vector/fa_wait.h", "fastatari/vector/fa_wait.pxd"],
-        include_dirs=["fastatari/vector", np.get_include()],
+        # the transport's C lives beside its one Cython user, in its own folder (never next to
+        # Cython's generated _wait.c)
+        sources=["fastatari/vector/_wait.pyx", "fastatari/vector/csrc/fa_wait.c"],
+        depends=["fastatari/vector/csrc/fa_wait.h", "fastatari/vector/fa_wait.pxd"],
+        include_dirs=["fastatari/vector/csrc", np.get_include()],
         **common,
     ),
 ]

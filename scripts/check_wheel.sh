@@ -99,7 +99,7 @@ if grep -E '(^|/)fastatari/(kernels/_kernels|vector/_wait)\.c$|\.(so|pyd|dylib|d
 fi
 for need in fastatari/kernels/_kernels.pyx fastatari/kernels/_csrc.pxd csrc/fastatari.h \
     csrc/fa_kernels.c csrc/fa_plan.c fastatari/vector/_wait.pyx fastatari/vector/fa_wait.pxd \
-    fastatari/vector/fa_wait.h fastatari/vector/fa_wait.c tests/conftest.py \
+    fastatari/vector/csrc/fa_wait.h fastatari/vector/csrc/fa_wait.c tests/conftest.py \
     tests/kernels/test_kernels.py tests/vector/test_wait.py pyproject.toml setup.py LICENSE \
     README.md; do
     grep -q "^[^/]*/$need\$" "$WORK/sdist.txt" || fail "the sdist lacks $need"

@@ -1,4 +1,4 @@
-# C declarations of fa_wait.h (beside it), the vector env's hot path in shared memory: cimported
+# C declarations of csrc/fa_wait.h, the vector env's hot path in shared memory: cimported
 # by _wait.pyx. Apart from kernels/_csrc.pxd because it is not a kernel and builds into its own
 # module.
 from libc.stdint cimport int64_t, uint8_t, uint32_t

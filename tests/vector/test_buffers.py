@@ -226,7 +226,7 @@ def test_block_is_an_unnamed_memfd_not_in_dev_shm():
 
 @linux_only
 def test_close_leaves_no_memfd_descriptor():
-    held = memfd_fds()  # blocks other tests of this session may still hold
+    held = memfd_fds()  # blocks earlier tests in this process may still hold
     buf = SharedBuffers(Layout(4, (4, 84, 84)))
     assert buf.handle in memfd_fds() - held  # (mmap holds a duplicate of it too)
     buf.close()
