@@ -7,13 +7,12 @@ prints them). The Markdown report goes to stdout, the progress bar to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 from typing import Sequence
 
 from benchmarks.sections import REGISTRY, SECTIONS
-from fastatari.bench import QUICK, BenchConfig, markdown_report, run_benchmark
+from fastatari.bench import QUICK, BenchConfig, publish, run_benchmark
 from fastatari.cli import positive_int, seed_value, tqdm_bar
 
 
@@ -65,11 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.sections:
         parser.error("name a section with --section (--list prints them)")
     report = run_benchmark(config_of(args), progress=tqdm_bar(), sections=REGISTRY)
-    print(markdown_report(report))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report.to_dict(), out, indent=2)
-            out.write("\n")
+    publish(report, args.json)
     return 0
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -263,7 +262,7 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from fastatari.bench import markdown_report, run_benchmark, write_plot
+    from fastatari.bench import publish, run_benchmark, write_plot
 
     report = run_benchmark(bench_config(args), progress=tqdm_bar())
     vector = report.results.get("vector")
@@ -274,11 +273,7 @@ def run_bench(args: argparse.Namespace) -> int:
                              f"{report.environment['cpu']}, {vector.usable_cores} cores")
         if why_not:
             print(f"no plot: {why_not}", file=sys.stderr)
-    print(markdown_report(report))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report.to_dict(), out, indent=2)
-            out.write("\n")
+    publish(report, args.json)
     return 0
 
 

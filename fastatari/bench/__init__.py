@@ -6,9 +6,9 @@ round-robin rounds, the ceiling, tables, :class:`Section`), ``sections`` (one mo
 ``runner`` (the report). The diagnostics live in the repository's ``benchmarks/``.
 """
 from fastatari.bench.harness import DEFAULT_SECTIONS, QUICK, BenchConfig, Section
-from fastatari.bench.runner import Report, markdown_report, run_benchmark
+from fastatari.bench.runner import Report, markdown_report, publish, run_benchmark
 from fastatari.bench.sections import REGISTRY, SECTIONS
 from fastatari.bench.sections.vector import write_plot
 
 __all__ = ["DEFAULT_SECTIONS", "QUICK", "REGISTRY", "SECTIONS", "BenchConfig", "Report",
-           "Section", "markdown_report", "run_benchmark", "write_plot"]
+           "Section", "markdown_report", "publish", "run_benchmark", "write_plot"]

@@ -6,6 +6,7 @@ round-robin; then every other chosen section runs its own rounds, under the same
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 from dataclasses import asdict, dataclass, field
@@ -66,6 +67,15 @@ def run_benchmark(config: BenchConfig, progress: Callable[[int], Progress] | Non
             if bar is not None:
                 bar.close()
     return report
+
+
+def publish(report: Report, json_path: str | None = None) -> None:
+    """Print the Markdown report on stdout and, if ``json_path``, write the report as JSON."""
+    print(markdown_report(report))
+    if json_path:
+        with open(json_path, "w") as out:
+            json.dump(report.to_dict(), out, indent=2)
+            out.write("\n")
 
 
 def markdown_report(report: Report) -> str:

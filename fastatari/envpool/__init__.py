@@ -142,8 +142,8 @@ def make(task_id: str | Sequence[str], env_type: str = "gymnasium",
     # ImportError naming the package to install, before any game starts
     cls = {"gymnasium": lambda: EnvPoolAtari, "gym": gym_env_class,
            "dm": dm_env_class}[env_type]()
-    config = make_spec(task_id, **kwargs).config
-    plan = _plan(config)
+    spec = make_spec(task_id, **kwargs)
+    config, plan = spec.config, spec.plan
     vec = AtariVectorEnv(plan, WorkerPool(plan))
     try:
         return cls(vec, config.env_seed or config.seed, config, task_id)
@@ -329,7 +329,7 @@ mode, difficulty
     except EnlargedScreen as error:  # in EnvPool's names
         raise ValueError(error.describe(f"img_width={img_width}, img_height={img_height}")
                          ) from None
-    return EnvPoolSpec(config, plan.num_actions)
+    return EnvPoolSpec(config, plan)
 
 
 def _plan(config: Config) -> VectorPlan:

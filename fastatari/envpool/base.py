@@ -110,7 +110,7 @@ class EnvPoolMixin:
         self.batch_size = vec.batch_size
         self.is_vector_env = True
         self._rgb = not config.gray_scale
-        self.spec = EnvPoolSpec(config, vec.plan.num_actions, self._spaces)
+        self.spec = EnvPoolSpec(config, vec.plan, self._spaces)
         self.observation_space = self.spec.observation_space
         self.action_space = self.spec.action_space
         self.single_observation_space = self.observation_space

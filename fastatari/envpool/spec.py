@@ -10,6 +10,8 @@ from typing import Any, Dict, List
 import gymnasium
 import numpy as np
 
+from fastatari.vector.plan import VectorPlan
+
 __all__ = ["ArraySpec", "Config", "EnvPoolSpec", "Players", "State", "import_dm_env"]
 
 #: EnvPool 1.2.x's Atari configuration, field for field: ``env.spec.config``.
@@ -72,8 +74,8 @@ class EnvPoolSpec:
     ----------
     config : Config
         The options (:attr:`config`).
-    num_actions : int
-        The size of the action set.
+    plan : fastatari.vector.VectorPlan
+        The vector env that plays ``config`` (:attr:`plan`): its action set, its checks.
     spaces : module, optional
         Where :attr:`observation_space`'s and :attr:`action_space`'s classes come from:
         ``gymnasium.spaces`` (the default, as in EnvPool 1.x) or ``gym.spaces`` (the gym API).
@@ -81,6 +83,7 @@ class EnvPoolSpec:
     Attributes
     ----------
     config : Config
+    plan : fastatari.vector.VectorPlan
     observation_space, action_space
         One env's ``Box`` (uint8, ``(stack_num * channels, img_height, img_width)``) and
         ``Discrete(num_actions)``.
@@ -91,10 +94,11 @@ class EnvPoolSpec:
 
     reward_threshold = None
 
-    def __init__(self, config: Config, num_actions: int,
+    def __init__(self, config: Config, plan: VectorPlan,
                  spaces: ModuleType = gymnasium.spaces) -> None:
         self.config = config
-        self.num_actions = int(num_actions)
+        self.plan = plan
+        self.num_actions = plan.num_actions
         channels = 1 if config.gray_scale else 3
         self.obs_shape = (config.stack_num * channels, config.img_height, config.img_width)
         self.observation_space = spaces.Box(0, 255, self.obs_shape, np.uint8)

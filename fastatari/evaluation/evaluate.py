@@ -11,10 +11,10 @@ biased toward short ones). The result is deterministic for a seed: env ``i`` is 
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import math
 import os
+import pkgutil
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -166,7 +166,7 @@ def load_policy(policy: Any) -> Policy:
     name, _, attribute = policy.partition(":")
     if not name or not attribute:
         raise ValueError(f"policy {policy!r} is neither a file nor 'module:function'")
-    return getattr(importlib.import_module(name), attribute)
+    return pkgutil.resolve_name(policy)
 
 
 def _random_policy(num_actions: int, seed: int) -> Policy:

@@ -1,7 +1,7 @@
 """The messages between the trainer and its workers through their pipes, encoded in one place.
 
 Steps do not use the pipes: the trainer writes each env's :class:`Op` into shared memory and
-publishes it, the worker completes each env there (``fa_wait.c``). The pipes carry
+publishes it, the worker completes each env there (``csrc/fa_wait.c``). The pipes carry
 start-up, the rare commands, their replies and errors. Every message is one ``send_bytes``
 of a connection: a one-byte tag, then a payload.
 
@@ -32,7 +32,6 @@ import enum
 import pickle
 from dataclasses import dataclass, field
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
-
 
 from fastatari.core.options import AtariOptions
 from fastatari.vector.buffers import Handle, Layout
@@ -84,8 +83,7 @@ class Reply(NamedTuple):
     """A decoded reply (a named tuple: one is made per worker per step). ``payload``:
     RENDERED's screens, CLONED's game states, ERROR's traceback. Set by the executor:
     ``envs``, the envs a step's DONE covers, or those whose replies died with a RESTARTED
-    worker; ``restarted``, the envs
-    a RESTARTED worker's replacement reset (its whole block); ``source``, who answered
+    worker; ``restarted``, the envs a RESTARTED worker's replacement reset (its whole block); ``source``, who answered
     (``"worker 3"``)."""
 
     kind: ReplyKind

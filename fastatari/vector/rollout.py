@@ -38,9 +38,9 @@ def run(env: "AtariVectorEnv", policy: Callable[[np.ndarray], Any], num_steps: i
     """``num_steps`` synchronous steps of ``env`` (reset, idle, with an autoreset mode), with
     ``actions = policy(obs)`` before each; ``obs`` (``(num_steps, N, *obs_shape)``) receives
     the observations the policy saw."""
-    count, plan = env.num_envs, env.plan
+    count = env.num_envs
     current = env.executor.buffers.obs  # the latest observations (what step() returns)
-    action = env.executor.buffers.action  # its dtype and shape: discrete or continuous
+    action = env.executor.buffers.action  # the checked actions step() wrote, for the workers
     actions = np.empty((num_steps,) + action.shape, action.dtype)
     rewards = np.empty((num_steps, count), np.float64)
     terminated = np.empty((num_steps, count), bool)
@@ -48,8 +48,8 @@ def run(env: "AtariVectorEnv", policy: Callable[[np.ndarray], Any], num_steps: i
     infos = []
     for t in range(num_steps):
         obs[t] = current
-        actions[t] = plan.check_actions(policy(obs[t]), count)
-        _, rewards[t], terminated[t], truncated[t], info = env.step(actions[t])
+        _, rewards[t], terminated[t], truncated[t], info = env.step(policy(obs[t]))
+        actions[t] = action  # as step() checked and converted them, once
         infos.append(info)
     return Rollout(obs, actions, rewards, terminated, truncated, current.copy(), stack(infos))
 

@@ -7,7 +7,7 @@ real game). Observations never travel through the pipe: each game writes its sta
 slot of the shared memory, and the worker writes every other result column there too (the
 columns come from :mod:`fastatari.core.schema`). Messages are those of :mod:`.messages`.
 
-Commands come through shared memory too (``fa_wait.c``): the trainer writes each env's
+Commands come through shared memory too (``csrc/fa_wait.c``): the trainer writes each env's
 op, then publishes a new generation; the worker takes its envs' ops and completes each env as
 its results are written. A worker that has just finished watches the generation for a moment
 before it sleeps on it: on a virtual machine, waking a sleeping process costs tens of
@@ -18,7 +18,7 @@ announced by the worker's ``pending`` word.
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import pkgutil
 import os
 import signal
 import sys
@@ -44,16 +44,6 @@ SPIN_SECONDS = 500e-6
 LIVENESS_SECONDS = 0.5
 
 
-def load_factory(spec: str) -> Callable[..., AtariGame]:
-    """What ``"module:qualname"`` names (:data:`~fastatari.vector.messages.GAME_FACTORY`),
-    imported here, in the worker."""
-    module, _, qualname = spec.partition(":")
-    value: Any = importlib.import_module(module)
-    for name in qualname.split("."):
-        value = getattr(value, name)
-    return value
-
-
 class Worker:
     """The games of one worker and the writes of their results into the shared columns."""
 
@@ -67,7 +57,8 @@ class Worker:
         self._control = buffers.control
         self._evfd = config.wake_fd
         self._ale_actions = config.ale_actions
-        self._new_game = load_factory(config.game_factory)
+        # "module:qualname" (messages.GAME_FACTORY), imported here, in the worker
+        self._new_game: Callable[..., AtariGame] = pkgutil.resolve_name(config.game_factory)
         self._action_maps: Dict[int, List[int]] = {}  # env -> ALE action -> its game's index
         options = config.games[0][1]  # these are the same for every game of a vector env
         self._continuous = options.continuous
