@@ -1,4 +1,4 @@
-"""The ``fastatari`` command: ``fastatari bench``, ``fastatari list`` and ``fastatari play``."""
+"""The ``fastatari`` command: ``fastatari bench``, ``list``, ``play`` and ``evaluate``."""
 from __future__ import annotations
 
 import argparse
@@ -21,17 +21,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `fastatari list | head`: the reader left; nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: the envs were closed on the way out
+        print(f"fastatari {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastatari", description="The fastest way to run Atari (ALE) games for RL.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_bench_command(commands)
     add_list_command(commands)
     add_play_command(commands)
     add_evaluate_command(commands)
     return parser
+
+
+def version() -> str:
+    """fastatari's version, and the ale-py it runs."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    def of(package: str) -> str:
+        try:
+            return installed(package)
+        except PackageNotFoundError:
+            return "unknown"
+
+    return f"{of('fastatari')} (ale-py {of('ale-py')})"
 
 
 def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
@@ -43,7 +61,9 @@ def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
         "evaluate", help="score a policy on a suite under a named protocol (human-normalized)",
         description="Run every game of a suite at once in one multi-game pool under a "
                     "protocol's evaluation settings, then print per-game returns and "
-                    "human-normalized scores with 95%% intervals and their aggregates.")
+                    "human-normalized scores with 95% intervals and their aggregates. A "
+                    "--policy runs its code (a module is imported, TorchScript is a program): "
+                    "use only policies you trust.")
     where = evaluate.add_mutually_exclusive_group()
     where.add_argument("--suite", choices=sorted(SUITES), default="atari5",
                        help="games to evaluate (default: %(default)s)")
@@ -65,26 +85,32 @@ def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
                           help="cap episodes at this many frames (default: the protocol's)")
     evaluate.add_argument("--num-workers", type=positive_int)
     evaluate.add_argument("--ray", action="store_true", help="run on fastatari.ray's actors")
-    evaluate.add_argument("--json", metavar="PATH")
-    evaluate.add_argument("--csv", metavar="PATH")
-    evaluate.add_argument("--plot", metavar="PATH", help="per-game and aggregate intervals, PNG")
+    evaluate.add_argument("--json", metavar="PATH", help="the whole record (missing folders "
+                                                         "are created; checked before the run)")
+    evaluate.add_argument("--csv", metavar="PATH", help="one row per game and aggregate")
+    evaluate.add_argument("--plot", metavar="PATH",
+                          help="per-game and aggregate intervals, in the format of the "
+                               "extension (.png, .pdf, .svg, ...; PNG without one)")
     evaluate.add_argument("--follow-symlinks", action="store_true",
                           help="write outputs through symbolic links")
     evaluate.set_defaults(handler=run_evaluate)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from fastatari.evaluation.evaluate import evaluate
-    from fastatari.tools.files import check_not_symlink
+    from fastatari.evaluation.evaluate import evaluate, plot_format
+    from fastatari.tools.files import check_output
 
     options = {} if args.max_num_frames_per_episode is None else {
         "max_num_frames_per_episode": args.max_num_frames_per_episode}
+    outputs = [(path, write) for path, write in ((args.json, "write_json"),
+                                                 (args.csv, "write_csv"), (args.plot, "plot"))
+               if path]
     try:
-        for path in (args.json, args.csv, args.plot):
-            if path:
-                check_not_symlink(path, args.follow_symlinks)
+        # every output is checked before the run, not found unwritable after it
+        for path, _ in outputs:
+            check_output(path, args.follow_symlinks, "the results")
         if args.plot:
-            import matplotlib  # noqa: F401 - before the run, not after it
+            plot_format(args.plot)
         result = evaluate(args.games or args.suite, protocol=args.protocol,
                           episodes=args.episodes, seeds=args.seeds, policy=args.policy,
                           seed=args.seed, table=args.table, num_workers=args.num_workers,
@@ -95,13 +121,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
         print(f"fastatari evaluate: error: {error}", file=sys.stderr)
         return 2
     print(result.summary())
-    if args.json:
-        result.write_json(args.json)
-    if args.csv:
-        result.write_csv(args.csv)
-    if args.plot:
-        result.plot(args.plot)
-    return 0
+    failed = 0
+    for path, write in outputs:  # one that fails (a full disk) does not stop the others
+        try:
+            getattr(result, write)(path, follow_symlinks=args.follow_symlinks)
+        except OSError as error:
+            print(f"fastatari evaluate: error: could not write {path!r}: {error}",
+                  file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
 
 
 def add_bench_command(commands: argparse._SubParsersAction) -> None:

@@ -64,7 +64,7 @@ class AtariEnv(gymnasium.Env):
 
     def __init__(self, game: str, options: Optional[AtariOptions] = None, *,
                  render_mode: Optional[str] = None, **kwargs: Any) -> None:
-        options = AtariOptions.build(options, **apply_protocol(kwargs))
+        options = AtariOptions.build(**apply_protocol({**kwargs, "options": options}))
         if options.life_loss_info:
             # a single env's terminated=True ends its episode (gymnasium's wrappers reset it)
             raise ValueError("life_loss_info is a vector-env option (ale-py's AtariVectorEnv "

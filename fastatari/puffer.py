@@ -58,6 +58,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without PufferLib
     raise ImportError('fastatari.puffer needs PufferLib: pip install "fastatari[puffer]"') from e
 
+from fastatari.core import validate
 from fastatari.core.schema import GAME_KEY
 from fastatari.vector import AtariVectorEnv, make_vec
 
@@ -94,6 +95,7 @@ def make(game: str | Sequence[str], num_envs: int, buf: Optional[Mapping[str, np
         raise TypeError("fastatari.puffer.make sets autoreset_mode='same_step' and copy=False "
                         "itself (PufferLib's envs reset in the step that ends an episode and "
                         "write into its buffers)")
+    validate.check_seed(seed)  # before any worker starts
     vec = make_vec(game, num_envs, autoreset_mode="same_step", copy=False, **options)
     try:
         return AtariPufferEnv(vec, buf=buf, seed=seed)
@@ -136,7 +138,7 @@ class AtariPufferEnv(pufferlib.PufferEnv):
         self.render_mode = vec.render_mode
         if buf is not None:
             _check_buf(buf, self.num_agents, self.single_observation_space.shape)
-        self._first_seed = seed
+        self._first_seed = validate.check_seed(seed)
         self._multi = len(vec.game_names) > 1
         super().__init__(buf)
 
@@ -157,10 +159,11 @@ class AtariPufferEnv(pufferlib.PufferEnv):
         infos : list
             Empty.
         """
+        seed = validate.check_seed(seed)
         if seed is None:
             seed = self._first_seed
         self._first_seed = None
-        obs, _ = self.vec.reset(seed=None if seed is None else int(seed) * self.num_agents)
+        obs, _ = self.vec.reset(seed=None if seed is None else seed * self.num_agents)
         self.observations[:] = obs
         self.rewards[:] = 0
         self.terminals[:] = False

@@ -374,6 +374,23 @@ def test_a_vector_env_in_another_mode_is_refused():
         vec.close()
 
 
+def test_seeds_that_are_not_ints_are_refused_not_truncated():
+    before = descendants()
+    for bad in (1.7, "1", -1):
+        with pytest.raises((TypeError, ValueError), match="seed must be a non-negative int"):
+            fastatari.puffer.make("breakout", 2, seed=bad, num_workers=1)
+    assert [pid for pid in descendants() - before if alive(pid)] == []  # none started
+    env = fastatari.puffer.make("breakout", 2, num_workers=1)
+    try:
+        obs = env.reset(seed=2)[0].copy()
+        with pytest.raises(TypeError, match="seed must be a non-negative int"):
+            env.reset(seed=2.5)
+        env.step(np.zeros(2, np.int32))
+        np.testing.assert_array_equal(env.reset(seed=2)[0], obs)
+    finally:
+        env.close()
+
+
 def test_bad_actions_and_games_raise_fastatari_errors():
     with pytest.raises(ValueError, match="unknown Atari game .no_such_game."):
         fastatari.puffer.make("no_such_game", 2)

@@ -29,7 +29,7 @@ from fastatari.core.options import AtariOptions
 from fastatari.core.palette import Palette, palette_for
 from fastatari.core.romfacts import RomFacts, loaded_facts, read_facts
 from fastatari.core.schema import GAME_KEY
-from fastatari.core.snapshot import GameState, pack_frames, unpack_frames
+from fastatari.core.snapshot import GameState, pack_frames
 
 __all__ = ["AtariGame", "FramePipeline", "action_index", "action_names", "make_np_random"]
 
@@ -552,8 +552,8 @@ class AtariGame:
         caller, see :meth:`fastatari.core.snapshot.EnvSnapshot.check`)."""
         self._check_open()
         frames = self.frames
-        stack, pooled = unpack_frames(state.frames, frames.stack.shape, frames.pooled_shape)
-        emulator = ale_py.ALEState(state.emulator)
+        # every field checked first (ValueError): a restore happens whole or not at all
+        stack, pooled, emulator = state.unpack(frames.stack.shape, frames.pooled_shape)
         self.ale.restoreState(emulator)
         if state.held is not None:
             sticky.hold_action(self.ale, emulator, state.held, state.held_frames)

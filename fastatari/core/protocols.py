@@ -134,9 +134,21 @@ def protocol_options(protocol: str) -> Dict[str, Any]:
 
 def apply_protocol(keywords: Dict[str, Any]) -> Dict[str, Any]:
     """``keywords`` with a ``protocol`` keyword replaced by its options; the other keywords
-    override the protocol's."""
+    override the protocol's.
+
+    ``TypeError`` for ``protocol`` beside an ``options=AtariOptions(...)``: an AtariOptions
+    holds every option (its defaults too), so neither could override the other without
+    dropping what the caller set. Pass one, or build the options from the protocol:
+    ``AtariOptions(**{**protocol_options(name), "frame_skip": 2})``.
+    """
     if "protocol" not in keywords:
         return keywords
     rest = dict(keywords)
     protocol = rest.pop("protocol")
+    if rest.get("options") is not None:
+        raise TypeError(f"protocol={protocol!r} and options=AtariOptions(...) cannot be "
+                        f"combined (the options hold every setting, defaults included): pass "
+                        f"the protocol with option keywords (protocol={protocol!r}, "
+                        f"frame_skip=...), or options built from it: AtariOptions(**{{**"
+                        f"protocol_options({protocol!r}), ...}})")
     return {**protocol_options(protocol), **rest}

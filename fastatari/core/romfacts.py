@@ -22,8 +22,8 @@ import ale_py
 from fastatari.core.games import game_ids, resolve_game, rom_path
 from fastatari.core.options import AtariOptions
 
-__all__ = ["EnlargedScreen", "RomFacts", "known_facts", "loaded_facts", "read_facts",
-           "write_table"]
+__all__ = ["EnlargedScreen", "RomFacts", "UnavailableSetting", "known_facts", "loaded_facts",
+           "read_facts", "write_table"]
 
 TABLE_FILE = os.path.join(os.path.dirname(__file__), "rom_facts.json")
 
@@ -41,6 +41,15 @@ class EnlargedScreen(ValueError):
         w, h = self.screen
         return (f"{given} would enlarge {self.rom}'s {w}x{h} screen; fastatari only "
                 f"downscales (INTER_AREA)")
+
+
+class UnavailableSetting(ValueError):
+    """A ``mode`` or ``difficulty`` the ROM does not have; a front end may say it in its own
+    words (as ``fastatari.envpool`` does, with EnvPool's exception type)."""
+
+    def __init__(self, rom: str, name: str, value: int, available: Tuple[int, ...]) -> None:
+        self.rom, self.name, self.value, self.available = rom, name, value, available
+        super().__init__(f"{name} must be one of {list(available)} for {rom}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -70,11 +79,10 @@ class RomFacts:
         if options.width > w or options.height > h:
             raise EnlargedScreen(self.rom, (options.width, options.height), (w, h))
         if options.mode is not None and options.mode not in self.modes:
-            raise ValueError(f"mode must be one of {list(self.modes)} for {self.rom}, "
-                             f"got {options.mode}")
+            raise UnavailableSetting(self.rom, "mode", options.mode, self.modes)
         if options.difficulty is not None and options.difficulty not in self.difficulties:
-            raise ValueError(f"difficulty must be one of {list(self.difficulties)} for "
-                             f"{self.rom}, got {options.difficulty}")
+            raise UnavailableSetting(self.rom, "difficulty", options.difficulty,
+                                     self.difficulties)
 
 
 def read_facts(rom: str, ale: Any) -> RomFacts:

@@ -15,6 +15,8 @@ emulator's state (~14 KB) is stored as ALE serializes it.
 from __future__ import annotations
 
 import hashlib
+import math
+import numbers
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -25,9 +27,12 @@ import numpy as np
 import ale_py
 
 from fastatari.core.options import AtariOptions
+from fastatari.core.romfacts import loaded_facts
 
 __all__ = ["INEXACT_RESTORE", "EnvSnapshot", "GameState", "PendingReset", "check_snapshots",
            "pack_frames", "unpack_frames", "warn_if_inexact"]
+
+_NUM_ACTIONS = len(ale_py.Action.__members__)  # ALE's full action set
 
 #: Bumped when the snapshot's content changes: older snapshots are then refused.
 FORMAT = 1
@@ -67,8 +72,13 @@ def pack_frames(*frames: np.ndarray) -> bytes:
 
 def unpack_frames(data: bytes, *shapes: Tuple[int, ...]) -> Tuple[np.ndarray, ...]:
     """The arrays :func:`pack_frames` packed, given their shapes (``ValueError`` if the data
-    does not hold exactly that many bytes)."""
-    raw = zlib.decompress(data)
+    is not zlib's or does not hold exactly that many bytes)."""
+    if not isinstance(data, bytes):
+        raise ValueError(f"snapshot frames must be bytes, got {type(data).__name__}")
+    try:
+        raw = zlib.decompress(data)
+    except zlib.error as error:
+        raise ValueError(f"snapshot frames are damaged: {error}") from None
     sizes = [int(np.prod(shape)) for shape in shapes]
     if len(raw) != sum(sizes):
         raise ValueError(f"snapshot frames hold {len(raw)} bytes, expected {sum(sizes)}")
@@ -105,6 +115,48 @@ class GameState:
     held_frames: int = 0
     pending: Optional[PendingReset] = None
 
+    def unpack(self, stack_shape: Tuple[int, ...], pooled_shape: Tuple[int, ...]
+               ) -> Tuple[np.ndarray, np.ndarray, ale_py.ALEState]:
+        """Check every field and return what a restore puts back: the observation stack, the
+        pooled frame and the emulator's state. ``ValueError`` for anything a game could not
+        take (frames that are not zlib's or not of these shapes, emulator bytes ALE cannot
+        read, a generator state numpy refuses, lives, statistics or a held action of the
+        wrong kind): a restore checks all of it before it changes anything."""
+        stack, pooled = unpack_frames(self.frames, stack_shape, pooled_shape)
+        if not isinstance(self.emulator, bytes):
+            raise ValueError(f"snapshot emulator state must be bytes, got "
+                             f"{type(self.emulator).__name__}")
+        try:
+            emulator = ale_py.ALEState(self.emulator)
+        except Exception:  # truncated or foreign bytes: nanobind's SystemError
+            raise ValueError(f"snapshot emulator state ({len(self.emulator)} bytes) is not one "
+                             f"ALE can read") from None
+        try:
+            np.random.PCG64().state = self.np_random  # type: ignore[assignment]
+        except Exception as error:  # TypeError, ValueError, KeyError: all damage
+            raise ValueError(f"snapshot np_random is not a PCG64 state: {error!r}") from None
+        _check(_is_int(self.lives) and self.lives >= 0, "lives", self.lives,
+               "an int >= 0")
+        _check(isinstance(self.continue_game, (bool, np.bool_)), "continue_game",
+               self.continue_game, "a bool")
+        episode = self.episode
+        _check(isinstance(episode, tuple) and len(episode) == 3 and _is_real(episode[0])
+               and _is_int(episode[1]) and episode[1] >= 0 and _is_real(episode[2]),
+               "episode", episode, "(return, agent steps >= 0, seconds)")
+        held = self.held
+        _check(held is None or (isinstance(held, tuple) and len(held) == 2
+                                and _is_int(held[0]) and 0 <= held[0] < _NUM_ACTIONS
+                                and _is_real(held[1])),
+               "held", held, f"None or (ALE action in [0, {_NUM_ACTIONS}), strength)")
+        _check(_is_int(self.held_frames) and self.held_frames >= 0
+               and (held is not None or self.held_frames == 0), "held_frames",
+               self.held_frames, "an int >= 0, 0 without a held action")
+        if self.pending is not None:
+            _check(isinstance(self.pending, PendingReset) and isinstance(self.pending.info, dict),
+                   "pending", self.pending, "None or a PendingReset with an info dict")
+            unpack_frames(self.pending.obs, stack_shape)
+        return stack, pooled, emulator
+
     def parts(self) -> Iterator[bytes]:
         """Everything it holds, as bytes, for a digest."""
         yield self.emulator
@@ -116,6 +168,19 @@ class GameState:
             yield self.pending.obs
             yield repr(sorted((key, _plain(value)) for key, value in
                               self.pending.info.items())).encode()
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: Any) -> bool:
+    return _is_int(value) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
+
+
+def _check(ok: bool, name: str, value: Any, rule: str) -> None:
+    if not ok:
+        raise ValueError(f"snapshot {name} must be {rule}, got {value!r}")
 
 
 def _plain(value: Any) -> Any:
@@ -172,7 +237,9 @@ class EnvSnapshot:
 
     def check(self, game: str, options: AtariOptions) -> None:
         """``ValueError`` unless this is an intact snapshot of ``game`` with ``options``, from
-        this snapshot format and ale-py version."""
+        this snapshot format and ale-py version, whose every field a game can take
+        (:meth:`GameState.unpack`). The digest finds damage, not forgery: it is no signature,
+        and a snapshot (like any pickle) from someone else is only as safe as its source."""
         if self.format != FORMAT:
             raise ValueError(f"snapshot format {self.format} is not this fastatari's "
                              f"({FORMAT})")
@@ -187,6 +254,10 @@ class EnvSnapshot:
             raise ValueError(f"snapshot taken with other options (snapshot's, env's): {differ}")
         if self._compute_digest() != self.digest:
             raise ValueError("snapshot is damaged: its content does not match its digest")
+        # the digest says the content is what was written, not that a game can take it
+        screen = loaded_facts(game).screen
+        self.state.unpack(options.observation_shape,
+                          screen if options.grayscale_obs else screen + (3,))
 
 
 def check_snapshots(snapshots: Any, count: int) -> Sequence[EnvSnapshot]:

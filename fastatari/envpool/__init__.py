@@ -73,14 +73,14 @@ from fastatari.envpool.spec import ArraySpec, Config, EnvPoolSpec
 from fastatari.core.game import action_names
 from fastatari.core.games import resolve_game, rom_path
 from fastatari.core.options import MAX_SIDE, AtariOptions
-from fastatari.core.romfacts import EnlargedScreen
+from fastatari.core.romfacts import EnlargedScreen, UnavailableSetting
 from fastatari.core.protocols import protocol_options
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.plan import VectorPlan, plan_vec
 from fastatari.vector.pool import WorkerPool
 
-__all__ = ["ArraySpec", "Config", "EnvPoolAtari", "EnvPoolSpec", "make", "make_dm", "make_gym",
-           "make_gymnasium", "make_spec"]
+__all__ = ["ArraySpec", "Config", "EnvPoolAtari", "EnvPoolSpec", "InvalidSetting", "make",
+           "make_dm", "make_gym", "make_gymnasium", "make_spec"]
 
 _ENV_TYPES = ("gymnasium", "gym", "dm")
 # EnvPool options fastatari can honour at one value only: name -> that value.
@@ -98,6 +98,39 @@ _CARRIED = {"maxpool": True, "terminal_on_life_loss": False, "life_loss_info": F
 # continuous_action_threshold needs continuous); any other must have its _CARRIED value.
 _CONVERTED = {*_RENAMED, "mode", "difficulty", "screen_size", "max_num_frames_per_episode",
               "ram_info", "continuous_action_threshold"}
+# EnvPool's options by type, as its C++ config takes them: another type is a TypeError there
+# and here (never read for its truthiness: zero_discount_on_life_loss="no" is refused, not on).
+_BOOLS = ("episodic_life", "reward_clip", "gray_scale", "use_fire_reset", "full_action_space",
+          "zero_discount_on_life_loss", "use_inter_area_resize")
+_INTS = ("num_envs", "noop_max", "stack_num", "img_height", "img_width", "frame_skip",
+         "max_episode_steps", "mode", "difficulty", "thread_affinity_offset", "max_num_players")
+_OPTIONAL_INTS = ("batch_size", "num_threads")  # None: the default, as 0
+_OPTIONAL_BOOLS = ("gym_reset_return_info",)
+
+
+class InvalidSetting(RuntimeError, ValueError):
+    """A ``mode`` or ``difficulty`` the game does not have: a ``RuntimeError`` as EnvPool
+    raises it (from ALE), and a ``ValueError`` as fastatari's other fronts do."""
+
+
+def _check_types(values: Dict[str, Any]) -> None:
+    """``TypeError`` naming EnvPool's option for a value of the wrong type."""
+    def refuse(name: str, kind: str) -> None:
+        raise TypeError(f"EnvPool option {name} must be {kind}, got {values[name]!r}")
+
+    for name in _BOOLS + _OPTIONAL_BOOLS:
+        value = values[name]
+        if not isinstance(value, (bool, np.bool_)) and not (
+                value is None and name in _OPTIONAL_BOOLS):
+            refuse(name, "a bool")
+    for name in _INTS + _OPTIONAL_INTS:
+        value = values[name]
+        if not validate.is_int(value) and not (value is None and name in _OPTIONAL_INTS):
+            refuse(name, "an int")
+    value = values["repeat_action_probability"]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating,
+                                                                     np.integer)):
+        refuse("repeat_action_probability", "a float")
 
 
 def make(task_id: str | Sequence[str], env_type: str = "gymnasium",
@@ -273,14 +306,29 @@ mode, difficulty
     Raises
     ------
     TypeError
-        For options EnvPool's Atari envs do not have.
+        For options EnvPool's Atari envs do not have, or a value of the wrong type (a bool
+        option is a bool, never read for its truthiness), as EnvPool's config raises.
     ValueError
         For an option value fastatari cannot honour, or a bad value; an unknown ``protocol``,
         or one with an option EnvPool's options cannot express.
+    InvalidSetting
+        A ``mode`` or ``difficulty`` the game does not have (a ``RuntimeError``, as EnvPool's,
+        and a ``ValueError``).
     """
     if other:
         raise TypeError(f"unknown EnvPool option(s) for fastatari.envpool.make: "
                         f"{', '.join(sorted(other))}")
+    _check_types(dict(
+        num_envs=num_envs, batch_size=batch_size, num_threads=num_threads,
+        episodic_life=episodic_life, reward_clip=reward_clip, noop_max=noop_max,
+        stack_num=stack_num, img_height=img_height, img_width=img_width, gray_scale=gray_scale,
+        frame_skip=frame_skip, repeat_action_probability=repeat_action_probability,
+        use_fire_reset=use_fire_reset, max_episode_steps=max_episode_steps,
+        full_action_space=full_action_space, mode=mode, difficulty=difficulty,
+        gym_reset_return_info=gym_reset_return_info,
+        thread_affinity_offset=thread_affinity_offset,
+        zero_discount_on_life_loss=zero_discount_on_life_loss,
+        use_inter_area_resize=use_inter_area_resize, max_num_players=max_num_players))
     given = {"use_inter_area_resize": use_inter_area_resize,
              "max_num_players": max_num_players, "render_mode": render_mode}
     for name, value in given.items():
@@ -329,6 +377,8 @@ mode, difficulty
     except EnlargedScreen as error:  # in EnvPool's names
         raise ValueError(error.describe(f"img_width={img_width}, img_height={img_height}")
                          ) from None
+    except UnavailableSetting as error:  # EnvPool's type: ALE's RuntimeError
+        raise InvalidSetting(str(error)) from None
     return EnvPoolSpec(config, plan)
 
 

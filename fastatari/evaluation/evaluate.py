@@ -11,12 +11,13 @@ biased toward short ones). The result is deterministic for a seed: env ``i`` is 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
 import pkgutil
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -24,11 +25,13 @@ from fastatari.evaluation import scores, suites
 from fastatari.core import validate
 from fastatari.core.games import resolve_game
 from fastatari.core.protocols import protocol_options
+from fastatari.tools.files import write_atomically
 from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.lineup import resolve_games
 from fastatari.vector.plan import plan_vec
 from fastatari.vector.pool import WorkerPool
 
-__all__ = ["SUITES", "Evaluation", "GameResult", "evaluate", "load_policy"]
+__all__ = ["SUITES", "Evaluation", "GameResult", "evaluate", "load_policy", "plot_format"]
 
 #: Suite names the command line takes.
 SUITES: Dict[str, Sequence[str]] = {"atari5": suites.ATARI_5, "atari10": suites.ATARI_10,
@@ -72,26 +75,36 @@ class Evaluation:
     def to_json(self) -> Dict[str, Any]:
         return asdict(self)
 
-    def write_json(self, path: str) -> None:
-        with open(path, "w") as f:
-            json.dump(self.to_json(), f, indent=1)
+    def write_json(self, path: str, follow_symlinks: bool = False) -> None:
+        """The whole record as JSON (:meth:`to_json`). Every writer here replaces ``path``
+        whole (:func:`~fastatari.tools.files.write_atomically`: missing folders created, a
+        symbolic link replaced unless ``follow_symlinks``)."""
+        text = json.dumps(self.to_json(), indent=1).encode()
+        write_atomically(path, lambda f: f.write(text), follow_symlinks)
 
-    def write_csv(self, path: str) -> None:
+    def write_csv(self, path: str, follow_symlinks: bool = False) -> None:
         """One row per game, then one per aggregate (its value in ``hns``)."""
-        with open(path, "w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["game", "episodes", "mean_return", "return_low", "return_high",
-                             "hns", "hns_low", "hns_high"])
-            for r in self.results:
-                writer.writerow([r.game, sum(map(len, r.returns)), r.mean, r.low, r.high, r.hns,
-                                 r.hns_low, r.hns_high])
-            for name, value in self.aggregates.items():
-                writer.writerow([f"aggregate:{name}", "", "", "", "", value["value"],
-                                 value["low"], value["high"]])
+        write_atomically(path, self._write_csv, follow_symlinks)
 
-    def plot(self, path: str) -> None:
+    def _write_csv(self, binary: BinaryIO) -> None:
+        f = io.TextIOWrapper(binary, newline="")
+        writer = csv.writer(f)
+        writer.writerow(["game", "episodes", "mean_return", "return_low", "return_high",
+                         "hns", "hns_low", "hns_high"])
+        for r in self.results:
+            writer.writerow([r.game, sum(map(len, r.returns)), r.mean, r.low, r.high, r.hns,
+                             r.hns_low, r.hns_high])
+        for name, value in self.aggregates.items():
+            writer.writerow([f"aggregate:{name}", "", "", "", "", value["value"],
+                             value["low"], value["high"]])
+        f.flush()
+        f.detach()  # the file stays the caller's to close
+
+    def plot(self, path: str, follow_symlinks: bool = False) -> None:
         """The per-game HNS with their intervals, and the aggregates' intervals (the plot
-        rliable popularised), as a PNG. Needs matplotlib."""
+        rliable popularised), in the format of ``path``'s extension (:func:`plot_format`).
+        Needs matplotlib."""
+        form = plot_format(path)
         import matplotlib
 
         matplotlib.use("Agg")
@@ -122,8 +135,11 @@ class Evaluation:
         ax.set_xlabel("aggregate HNS (95% stratified bootstrap)" if names else
                       "aggregates need rliable: pip install 'fastatari[eval]'")
         fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        try:
+            write_atomically(path, lambda f: fig.savefig(f, format=form, dpi=100),
+                             follow_symlinks)
+        finally:
+            plt.close(fig)
 
     def summary(self) -> str:
         """A text table: per game, then the aggregates."""
@@ -146,16 +162,38 @@ Policy = Callable[[np.ndarray], Any]
 def load_policy(policy: Any) -> Policy:
     """A callable ``observations -> actions``: itself, ``"module:function"`` (imported), or the
     path of a TorchScript file (called on a uint8 tensor; its output, as numpy, are the
-    actions)."""
+    actions).
+
+    Loading a policy runs its code: importing a module runs it, and a TorchScript file is a
+    program. Load only policies you trust as you would trust their code.
+
+    Raises
+    ------
+    TypeError
+        ``policy`` is none of these, or names something that is not callable.
+    ValueError
+        A file that is not TorchScript (``torch.jit.save``'s output; a ``state_dict`` is not
+        one), or a ``module:function`` whose module has no such function.
+    ImportError
+        The module cannot be imported, or a file is given and torch is missing.
+    """
     if callable(policy):
         return policy
     if not isinstance(policy, str):
         raise TypeError(f"policy must be a callable, 'module:function' or a TorchScript file, "
                         f"got {type(policy).__name__}")
     if os.path.isfile(policy):
-        import torch
-
-        module = torch.jit.load(policy, map_location="cpu")
+        try:
+            import torch
+        except ImportError:
+            raise ImportError(f"the policy {policy!r} is a file: loading TorchScript needs "
+                              f"torch (pip install torch)") from None
+        try:
+            module = torch.jit.load(policy, map_location="cpu")
+        except Exception as error:  # torch raises RuntimeError, ValueError, pickle's errors
+            raise ValueError(f"the policy file {policy!r} is not TorchScript (a "
+                             f"torch.jit.save()d module; a state_dict or a pickled model is "
+                             f"not one): {str(error).splitlines()[0]}") from None
         module.eval()
 
         def scripted(obs: np.ndarray) -> np.ndarray:
@@ -166,7 +204,13 @@ def load_policy(policy: Any) -> Policy:
     name, _, attribute = policy.partition(":")
     if not name or not attribute:
         raise ValueError(f"policy {policy!r} is neither a file nor 'module:function'")
-    return pkgutil.resolve_name(policy)
+    try:
+        found = pkgutil.resolve_name(policy)
+    except AttributeError as error:
+        raise ValueError(f"policy {policy!r}: {error}") from None
+    if not callable(found):
+        raise TypeError(f"policy {policy!r} is a {type(found).__name__}, not a callable")
+    return found
 
 
 def _random_policy(num_actions: int, seed: int) -> Policy:
@@ -176,9 +220,38 @@ def _random_policy(num_actions: int, seed: int) -> Policy:
 
 # -- the run ---------------------------------------------------------------------------------------
 def _games(games: Any) -> List[str]:
+    """A suite's games, one game, or distinct games in the order given."""
     if isinstance(games, str):
         return list(SUITES[games.lower()]) if games.lower() in SUITES else [resolve_game(games)]
-    return [resolve_game(game) for game in games]
+    return list(resolve_games(games, distinct=True))
+
+
+def _eval_protocol(protocol: Any) -> str:
+    """``"<name>:eval"`` for ``protocol``, ``"<name>"`` or ``"<name>:eval"``."""
+    protocol_options(protocol)  # TypeError or ValueError for anything but a protocol
+    name, _, variant = protocol.partition(":")
+    if variant not in ("", "eval"):
+        raise ValueError(f"evaluate runs a protocol's evaluation variant: pass {name!r} or "
+                         f"'{name}:eval', not {protocol!r}")
+    return f"{name}:eval"
+
+
+def plot_format(path: str) -> str:
+    """The format :meth:`Evaluation.plot` writes ``path`` in: its extension's (``png``,
+    ``pdf``, ``svg``, ... as matplotlib writes them), or PNG without one. ``ValueError`` for
+    an extension matplotlib cannot write; ``ImportError`` without matplotlib."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise ImportError("plots need matplotlib: pip install matplotlib") from None
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
+    if not ext:
+        return "png"
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if ext not in formats:
+        raise ValueError(f"cannot plot to {path!r}: matplotlib writes {', '.join(sorted(formats))}"
+                         f" (by the extension), not {ext!r}")
+    return ext
 
 
 def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: int = 10,
@@ -191,7 +264,8 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
     Parameters
     ----------
     games : str or sequence of str
-        A suite (``"atari5"``, ``"atari10"``, ``"atari57"``, ``"atari100k"``), a game, or games.
+        A suite (``"atari5"``, ``"atari10"``, ``"atari57"``, ``"atari100k"``), a game, or a
+        list or tuple of distinct games (its order fixes each game's seeds).
     protocol : str
         A protocol of :mod:`fastatari.core.protocols`; its ``:eval`` variant is used.
     episodes, seeds : int
@@ -215,8 +289,9 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
     ------
     ValueError, TypeError
         Before any env starts: an unknown protocol, game or table, a game without a reference
-        score in ``table``, bad counts, a policy whose actions have the wrong shape or are not
-        valid actions.
+        score in ``table``, games given as a set, none or one twice, bad counts, a policy that
+        cannot be loaded (:func:`load_policy`) or whose actions have the wrong shape or are
+        not valid actions.
     """
     names = _games(games)
     episodes = validate.check_int("episodes", episodes, 1)
@@ -227,7 +302,7 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
     seed = checked_seed
     for game in names:
         scores.reference(game, table)  # ValueError now, not after the run
-    opts = {**protocol_options(f"{protocol.partition(':')[0]}:eval"), **options}
+    opts = {**protocol_options(_eval_protocol(protocol)), **options}
     if len(set(names)) > 1 and "full_action_space" not in options:
         opts["full_action_space"] = True  # one pool: every game the same (ALE's) actions
     per_env = [game for _ in range(seeds) for game in names for _ in range(episodes)]

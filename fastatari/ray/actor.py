@@ -108,12 +108,12 @@ class EnvActor:
         return None, self._answer(self._check(epoch).reset(items), [i for i, _ in items])
 
     def render(self, epoch: int, items: Sequence[Tuple[int, None]]
-               ) -> Tuple[np.ndarray, Answer]:
+               ) -> Tuple[List[Optional[np.ndarray]], Answer]:
         screens, replies = self._check(epoch).render(np.array([i for i, _ in items]))
         return screens, self._answer(replies)
 
     def clone(self, epoch: int, items: Sequence[Tuple[int, None]]
-              ) -> Tuple[List[GameState], Answer]:
+              ) -> Tuple[List[Optional[GameState]], Answer]:
         states, replies = self._check(epoch).clone(np.array([i for i, _ in items]))
         return states, self._answer(replies)
 

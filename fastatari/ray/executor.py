@@ -244,8 +244,10 @@ class RayExecutor(Executor):
                                   stacklevel=4)
                 self._recover(call.actor, error)
             lost = call.ids if call.ids is not None else block[:0]
-            raise Recovered(Reply(ReplyKind.RESTARTED, envs=lost, restarted=restarted,
-                                  source=f"actor {call.actor}"), error) from None
+            raised = None if isinstance(error, _LOST) else str(error)  # its traceback
+            raise Recovered(Reply(ReplyKind.RESTARTED, payload=raised, envs=lost,
+                                  restarted=restarted, source=f"actor {call.actor}"),
+                            error) from None
         except KeyboardInterrupt:
             self.close()
             raise
@@ -254,13 +256,16 @@ class RayExecutor(Executor):
 
     def call(self, k: int, method: str, *args: Any) -> Tuple[Any, List[Reply]]:
         """Call actor ``k`` and wait; a call lost with its actor is sent again once the actor
-        is recovered. Returns the value and the restart reports seen."""
+        is recovered, one that raised is not (the value is then None; the restart's report,
+        with the traceback, says why). Returns the value and the restart reports seen."""
         seen: List[Reply] = []
         while True:
             try:
                 return self.get(self.submit(k, method, *args))[1], seen
             except Recovered as recovered:
                 seen.append(recovered.reply)
+                if recovered.reply.payload is not None:
+                    return None, seen
 
     def _recover(self, k: int, cause: BaseException) -> None:
         """Actor ``k`` died (or its result was lost): wait for Ray to restart it (or replace
@@ -365,9 +370,13 @@ class RayExecutor(Executor):
         for k, rows in self._by_actor(ids):
             rows = np.flatnonzero(rows).tolist()
             start = int(self._starts[k])
-            (got, answer), seen = self.call(k, method, [(items[j][0] - start, items[j][1])
-                                                        for j in rows])
-            replies += seen + self._take_answer(k, answer)
+            value, seen = self.call(k, method, [(items[j][0] - start, items[j][1])
+                                                for j in rows])
+            replies += seen
+            if value is None:  # the actor raised: no values, no rows
+                continue
+            got, answer = value
+            replies += self._take_answer(k, answer)
             for j, value in zip(rows, got if got is not None else [None] * len(rows),
                                 strict=True):
                 values[j] = value
@@ -377,11 +386,10 @@ class RayExecutor(Executor):
         self.seeds.record(requests)
         return self._scatter("reset", requests)[1]
 
-    def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
-        screens, replies = self._scatter("render", [(i, None) for i in ids.tolist()])
-        return np.stack(screens), replies
+    def render(self, ids: np.ndarray) -> Tuple[List[Optional[np.ndarray]], List[Reply]]:
+        return self._scatter("render", [(i, None) for i in ids.tolist()])
 
-    def clone(self, ids: np.ndarray) -> Tuple[List[GameState], List[Reply]]:
+    def clone(self, ids: np.ndarray) -> Tuple[List[Optional[GameState]], List[Reply]]:
         return self._scatter("clone", [(i, None) for i in ids.tolist()])
 
     def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:

@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastatari.core.options import AtariOptions
-from fastatari.tools.files import check_not_symlink
+from fastatari.tools.files import check_not_symlink, check_output
 
 if TYPE_CHECKING:
     from fastatari.vector.env import AtariVectorEnv
@@ -156,21 +156,7 @@ def check_video_path(path: str, follow_symlinks: bool = False) -> str:
         raise IsADirectoryError(f"cannot write a video to {path!r}: it is a directory (name a "
                                 f"file in it, e.g. {os.path.join(path, 'play.mp4')!r})")
     ext = video_format(path)
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            raise PermissionError(f"cannot write a video to {path!r}: permission denied")
-        return ext
-    # the nearest existing ancestor: the folder the missing ones will be made in
-    ancestor = os.path.dirname(path)
-    while ancestor and not os.path.exists(ancestor) and os.path.dirname(ancestor) != ancestor:
-        ancestor = os.path.dirname(ancestor)
-    ancestor = ancestor or os.curdir
-    if not os.path.isdir(ancestor):
-        raise NotADirectoryError(f"cannot write a video to {path!r}: {ancestor!r} is a file, "
-                                 f"not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise PermissionError(f"cannot write a video to {path!r}: no permission to write in "
-                              f"{ancestor!r}")
+    check_output(path, follow_symlinks, "a video")
     return ext
 
 

@@ -24,7 +24,7 @@ from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract, rollout
 from fastatari.vector.book import EnvBook
 from fastatari.vector.contract import CallOrder, State
-from fastatari.vector.executor import Executor, WorkerError
+from fastatari.vector.executor import Executor, WorkerError, check_command
 from fastatari.vector.messages import Reply, ReplyKind
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.rollout import Rollout
@@ -217,7 +217,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             seeds = [self.executor.seeds.last[i] if s is None else s
                      for i, s in enumerate(seeds)]
         ids = np.flatnonzero(mask)
-        self._apply_all(self.executor.reset([(int(i), seeds[i]) for i in ids]))
+        check_command(self._apply_all(self.executor.reset([(int(i), seeds[i]) for i in ids])),
+                      "reset")
         self.book.reset(ids)
         self._state = State.IDLE
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
@@ -412,8 +413,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             gymnasium.logger.warn("render() needs render_mode='rgb_array'")
             return None
         screens, replies = self.executor.render(self._check_env_ids(env_ids))
-        self._apply_all(replies)
-        return screens
+        check_command(self._apply_all(replies), "render")
+        return np.stack(cast(List[np.ndarray], screens))  # every one there: none raised
 
     def get_action_meanings(self) -> List[str]:
         """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""

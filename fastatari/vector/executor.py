@@ -25,15 +25,39 @@ import numpy as np
 
 from fastatari.core.snapshot import GameState
 from fastatari.vector.buffers import SharedBuffers
-from fastatari.vector.messages import Reply, ResetRequest
+from fastatari.vector.messages import Reply, ReplyKind, ResetRequest
 
-__all__ = ["Executor", "RestartPolicy", "SeedBook", "WorkerError"]
+__all__ = ["Executor", "RestartPolicy", "SeedBook", "WorkerError", "check_command"]
 
 
 class WorkerError(RuntimeError):
-    """A worker that cannot start (its games cannot be built); the message carries its
-    traceback. An exception in a running worker restarts it instead (a ``RuntimeWarning``
-    with the traceback)."""
+    """A worker that cannot start (its games cannot be built), that raised on a command
+    (reset, render, clone, restore: the message carries its traceback), or whose restart
+    replaced the games a ``clone`` was taking. An exception in a step restarts the worker
+    instead (a ``RuntimeWarning`` with the traceback, and ``info["worker_restarted"]``)."""
+
+
+def check_command(replies: Sequence[Reply], call: str,
+                  ids: Optional[np.ndarray] = None) -> None:
+    """After a command's replies were taken into the bookkeeping: :class:`WorkerError` when a
+    worker raised on ``call`` (it was restarted, not asked again), or, with ``ids``, when a
+    restart replaced the games of any of ``ids`` meanwhile (what they held is gone: a
+    snapshot must never describe a game the caller did not have). The restarted envs report
+    ``info["worker_restarted"]`` at their next step either way."""
+    for reply in replies:
+        if reply.kind is not ReplyKind.RESTARTED:
+            continue
+        restarted = reply.restarted if reply.restarted is not None else np.empty(0, np.int64)
+        if reply.payload is not None:
+            raise WorkerError(f"{reply.source} raised an exception in {call}(); it was "
+                              f"restarted (envs {restarted.tolist()} start new games, "
+                              f"reported with info['worker_restarted'] at their next step)\n"
+                              f"{reply.payload}")
+        if ids is not None and np.isin(restarted, ids).any():
+            raise WorkerError(f"{reply.source} died during {call}() and was restarted: envs "
+                              f"{restarted.tolist()} start new games (reported with "
+                              f"info['worker_restarted'] at their next step), so their state "
+                              f"could not be taken; {call}() again for the new games")
 
 
 class Executor(abc.ABC):
@@ -78,14 +102,19 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         """Reset envs, seeds recorded in :attr:`seeds`; an env whose worker dies meanwhile is
-        reset again on the replacement."""
+        reset again on the replacement.
+
+        The commands (reset, render, clone, restore) share one rule: a worker that dies or
+        hangs is replaced and asked again; one that raises is replaced and not asked again
+        (the command would raise again), its RESTARTED reply carrying the traceback and its
+        envs' values None. The front turns that reply into :class:`WorkerError`."""
 
     @abc.abstractmethod
-    def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
+    def render(self, ids: np.ndarray) -> Tuple[List[Optional[np.ndarray]], List[Reply]]:
         """RGB screens of ``ids``, and the replies seen while rendering."""
 
     @abc.abstractmethod
-    def clone(self, ids: np.ndarray) -> Tuple[List[GameState], List[Reply]]:
+    def clone(self, ids: np.ndarray) -> Tuple[List[Optional[GameState]], List[Reply]]:
         """The game states of ``ids`` (idle envs), and the replies seen meanwhile."""
 
     @abc.abstractmethod

@@ -22,7 +22,7 @@ import numpy as np
 from fastatari.core.games import resolve_game
 from fastatari.core.options import AtariOptions
 
-__all__ = ["Lineup", "assign_workers", "game_costs", "make_lineup"]
+__all__ = ["Lineup", "assign_workers", "game_costs", "make_lineup", "resolve_games"]
 
 #: Options that may differ between games, given as a mapping ``{game: value}``.
 PER_GAME_OPTIONS = ("mode", "difficulty")
@@ -51,6 +51,28 @@ class Lineup:
         return tuple((g, self.options[g]) for g in self.games)
 
 
+def resolve_games(games: Any, distinct: bool = False, name: str = "games") -> Tuple[str, ...]:
+    """The ROM ids of ``games``, a sequence (list, tuple, array) of names: ``TypeError`` for
+    anything else (a set's order changes with ``PYTHONHASHSEED``, and which env plays which
+    game, or which seeds a game gets, with it), ``ValueError`` for an unknown name, and with
+    ``distinct`` for an empty sequence or a game named twice (``"pong"`` and ``"Pong"``
+    included)."""
+    if isinstance(games, str) or not isinstance(games, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a name or a sequence (list, tuple) of names, got a "
+                        f"{type(games).__name__}: {games!r}")
+    roms = tuple(resolve_game(g) for g in games)
+    if distinct:
+        if not roms:
+            raise ValueError("no game given")
+        seen: Dict[str, Any] = {}
+        for given, rom in zip(games, roms, strict=True):
+            if rom in seen:
+                raise ValueError(f"the game {rom!r} is named twice ({seen[rom]!r} and "
+                                 f"{given!r})")
+            seen[rom] = given
+    return roms
+
+
 def make_lineup(game: str | Sequence[str], num_envs: int,
                 options: Dict[str, Any]) -> Tuple[Lineup, AtariOptions]:
     """Resolve ``game`` (one name, or one per env) and the options of each distinct game.
@@ -60,16 +82,8 @@ def make_lineup(game: str | Sequence[str], num_envs: int,
     """
     if isinstance(game, str):
         games = (resolve_game(game),) * num_envs
-    elif not isinstance(game, (Sequence, np.ndarray)):
-        # a set's order changes with PYTHONHASHSEED: which env plays which game would too
-        raise TypeError(f"game must be a name or a sequence (list, tuple) of num_envs names, "
-                        f"got a {type(game).__name__}: {game!r}")
     else:
-        try:
-            games = tuple(resolve_game(g) for g in game)
-        except TypeError:
-            raise TypeError(f"game must be a name or a sequence of num_envs names, "
-                            f"got {game!r}") from None
+        games = resolve_games(game, name="game")
         if len(games) != num_envs:
             raise ValueError(f"game must name one game per env: {len(games)} names for "
                              f"num_envs={num_envs}")

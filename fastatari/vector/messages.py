@@ -81,7 +81,8 @@ class ReplyKind(bytes, enum.Enum):
 
 class Reply(NamedTuple):
     """A decoded reply (a named tuple: one is made per worker per step). ``payload``:
-    RENDERED's screens, CLONED's game states, ERROR's traceback. Set by the executor:
+    RENDERED's screens, CLONED's game states, ERROR's traceback, and RESTARTED's when the
+    worker was restarted because it raised (None when it died or hung). Set by the executor:
     ``envs``, the envs a step's DONE covers, or those whose replies died with a RESTARTED
     worker; ``restarted``, the envs a RESTARTED worker's replacement reset (its whole block);
     ``source``, who answered (``"worker 3"``)."""

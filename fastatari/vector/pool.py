@@ -35,7 +35,7 @@ import time
 import warnings
 import weakref
 from multiprocessing.connection import Connection, wait
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -303,31 +303,33 @@ class WorkerPool(Executor):
         return self._ask(self._by_worker([i for i, _ in requests], list(requests)),
                          encode_reset)[0]
 
-    def render(self, ids: np.ndarray) -> Tuple[np.ndarray, List[Reply]]:
-        commands = self._by_worker(ids.tolist(), ids.tolist())
-        seen, last = self._ask(commands, encode_render)
-        screens: Dict[int, np.ndarray] = {}
-        for k, reply in last.items():
-            if reply.kind is ReplyKind.RENDERED:
-                screens.update(zip(commands[k], reply.payload, strict=True))
-        return np.stack([screens[i] for i in ids.tolist()]), seen
+    def render(self, ids: np.ndarray) -> Tuple[List[Optional[np.ndarray]], List[Reply]]:
+        return self._values(ids, encode_render, ReplyKind.RENDERED)
 
-    def clone(self, ids: np.ndarray) -> Tuple[List[GameState], List[Reply]]:
+    def clone(self, ids: np.ndarray) -> Tuple[List[Optional[GameState]], List[Reply]]:
+        return self._values(ids, encode_clone, ReplyKind.CLONED)
+
+    def _values(self, ids: np.ndarray, encode: Callable[[list], bytes],
+                kind: ReplyKind) -> Tuple[List[Any], List[Reply]]:
+        """Ask the workers of ``ids`` for one value per env; None for the envs of a worker
+        that raised (its RESTARTED reply says why)."""
         commands = self._by_worker(ids.tolist(), ids.tolist())
-        seen, last = self._ask(commands, encode_clone)
-        states: Dict[int, GameState] = {}
+        seen, last = self._ask(commands, encode)
+        values: Dict[int, Any] = {}
         for k, reply in last.items():
-            states.update(zip(commands[k], reply.payload, strict=True))
-        return [states[i] for i in ids.tolist()], seen
+            if reply.kind is kind:
+                values.update(zip(commands[k], reply.payload, strict=True))
+        return [values.get(i) for i in ids.tolist()], seen
 
     def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
         return self._ask(self._by_worker([i for i, _ in items], list(items)), encode_restore)[0]
 
     def _ask(self, commands: Dict[int, list],
              encode: Callable[[list], bytes]) -> Tuple[List[Reply], Dict[int, Reply]]:
-        """Send each worker its command and collect the replies; a worker that died meanwhile
-        is restarted (its games fresh) and asked again. Returns every reply seen and each
-        worker's last."""
+        """Send each worker its command and collect the replies; a worker that died or hung
+        meanwhile is restarted (its games fresh) and asked again, one that raised is restarted
+        and not asked again (the same command would raise again: its RESTARTED reply carries
+        the traceback). Returns every reply seen and each worker's last."""
         seen: List[Reply] = []
         last: Dict[int, Reply] = {}
         while commands:
@@ -336,7 +338,7 @@ class WorkerPool(Executor):
             seen.extend(replies.values())
             last.update(replies)
             commands = {k: commands[k] for k, r in replies.items()
-                        if r.kind is ReplyKind.RESTARTED}
+                        if r.kind is ReplyKind.RESTARTED and r.payload is None}
         return seen, last
 
     def _by_worker(self, envs: List[int], items: list) -> Dict[int, list]:
@@ -437,7 +439,8 @@ class WorkerPool(Executor):
         self._launch(k, self.seeds.restart_resets(block.tolist(), self.restarts),
                      restarted=True)
         self._pipe_replies([k], expect=ReplyKind.READY)
-        return Reply(ReplyKind.RESTARTED, envs=lost, restarted=block, source=self._names[k])
+        return Reply(ReplyKind.RESTARTED, payload=error, envs=lost, restarted=block,
+                     source=self._names[k])
 
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:

@@ -8,15 +8,16 @@ awaits an autoreset, its last seed) and checks every snapshot before any env is 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, cast
 
 from gymnasium.vector import AutoresetMode
 
 from fastatari.core import validate
-from fastatari.core.snapshot import FORMAT, EnvSnapshot, check_snapshots, warn_if_inexact
+from fastatari.core.snapshot import (FORMAT, EnvSnapshot, GameState, check_snapshots,
+                                     warn_if_inexact)
 from fastatari.vector import contract
 from fastatari.vector.contract import CallOrder, State
-from fastatari.vector.executor import Executor
+from fastatari.vector.executor import Executor, check_command
 from fastatari.vector.plan import VectorPlan
 
 __all__ = ["Snapshots"]
@@ -41,6 +42,10 @@ class Snapshots(CallOrder):
         game and options (here, in another vector env with any number of workers, in another
         process, or an :class:`~fastatari.AtariEnv`), which then continues exactly as this one
         would have. The envs must be idle (not sent without ``recv``); others may be in flight.
+
+        ``WorkerError`` when a worker dies or raises meanwhile: its envs start new games
+        (reported with ``info["worker_restarted"]`` at their next step) and no snapshot is
+        returned, since one would describe a game the caller never had.
         """
         self._check_open()
         self._check_was_reset("clone")
@@ -48,10 +53,11 @@ class Snapshots(CallOrder):
         self.book.check_idle(ids, "clone")
         states, replies = self.executor.clone(ids)
         self.book.apply(replies)
+        check_command(replies, "clone", ids)  # a worker's death took some of the states
         seeds, lineup = self.executor.seeds.last, self.plan.lineup
         ended = self.book.ended(ids)
-        return [EnvSnapshot(lineup.games[i], lineup.options[lineup.games[i]], state,
-                            ended=bool(ended[j]), seed=seeds[i])
+        return [EnvSnapshot(lineup.games[i], lineup.options[lineup.games[i]],
+                            cast(GameState, state), ended=bool(ended[j]), seed=seeds[i])
                 for j, (i, state) in enumerate(zip(ids.tolist(), states, strict=True))]
 
     @contract.one_caller
@@ -84,6 +90,7 @@ class Snapshots(CallOrder):
                                          for i, snap in zip(ids.tolist(), snapshots,
                                                             strict=True)])
         self.book.apply(replies)
+        check_command(replies, "restore")
         book = self.executor.seeds
         for i, snap in zip(ids.tolist(), snapshots, strict=True):
             book.last[i] = snap.seed
@@ -96,7 +103,11 @@ class Snapshots(CallOrder):
         """The whole vector env (every env's snapshot, so its seeds and pending autoresets
         too), picklable: :meth:`load_state_dict` puts it back into a vector env of the same
         games and options with any number of workers, in any process. No step may be in
-        flight."""
+        flight; ``WorkerError`` as :meth:`clone`.
+
+        Unpickling runs code named in the pickle (``torch.load(..., weights_only=False)``,
+        ``pickle.load``): load only checkpoints you trust. Each snapshot's digest finds
+        damage, not forgery."""
         self._check_not_async("state_dict")
         return {"format": FORMAT, "num_envs": self.num_envs,
                 "autoreset_mode": self.autoreset_mode.value, "envs": self.clone()}

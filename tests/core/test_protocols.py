@@ -84,6 +84,12 @@ def test_bad_protocols_get_clear_errors():
         fastatari.AtariEnv("breakout", protocol="machado2018:test")
     with pytest.raises(TypeError, match="protocol must be a str"):
         fastatari.AtariEnv("breakout", protocol=3)
+    # options=AtariOptions(...) holds every option: neither it nor the protocol may silently
+    # override the other, in every front
+    for front in (lambda **kw: fastatari.make_vec("breakout", 2, num_workers=1, **kw),
+                  lambda **kw: fastatari.AtariEnv("breakout", **kw)):
+        with pytest.raises(TypeError, match="cannot be combined"):
+            front(protocol="dqn_nature", options=AtariOptions(frame_skip=2))
     # atari100k trains with ale-py's life_loss_info, a vector-env option
     with pytest.raises(ValueError, match="vector-env option"):
         fastatari.AtariEnv("breakout", protocol="atari100k")

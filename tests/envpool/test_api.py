@@ -390,11 +390,29 @@ def test_messages_name_envpools_options():
     """A bad value is named as the user wrote it (EnvPool's option), not by the fastatari
     option it maps to (num_threads named num_workers; img_width named screen_size)."""
     for kw, words in [(dict(num_threads=-1), "num_threads must be an int >= 0, got -1"),
-                      (dict(num_threads="2"), "num_threads must be an int >= 0, got '2'"),
                       (dict(img_width=1000), "img_width=1000, img_height=84 would enlarge "
                                              "breakout's 160x210 screen")]:
         with pytest.raises(ValueError, match=re.escape(words)):
             fa_envpool.make("Breakout-v5", num_envs=2, **kw)
+
+
+@pytest.mark.parametrize("option, value", [
+    ("repeat_action_probability", "0.25"), ("episodic_life", "yes"), ("gray_scale", 2),
+    ("reward_clip", "no"), ("use_fire_reset", 3), ("full_action_space", "x"),
+    ("zero_discount_on_life_loss", "no"),  # not read for its truthiness (that was "on")
+    ("gym_reset_return_info", "x"), ("thread_affinity_offset", "abc"), ("num_threads", "2"),
+    ("mode", 1.0), ("stack_num", 4.0),
+])
+def test_a_value_of_the_wrong_type_is_a_type_error_in_envpools_words(option, value):
+    with pytest.raises(TypeError, match=f"EnvPool option {option} must be"):
+        fa_envpool.make_spec("Breakout-v5", num_envs=2, **{option: value})
+
+
+def test_a_mode_or_difficulty_the_game_lacks_is_envpools_runtime_error():
+    for option in ("mode", "difficulty"):
+        with pytest.raises(RuntimeError, match=f"{option} must be one of") as raised:
+            fa_envpool.make_spec("Breakout-v5", num_envs=2, **{option: 999})
+        assert isinstance(raised.value, ValueError)  # and fastatari's fronts' type
 
 
 def test_errors(monkeypatch):

@@ -119,7 +119,7 @@ def test_games_in_no_order_and_ambiguous_mappings_are_refused():
     mapping that names one ROM twice leaves the value to dict order; a key that is no game
     name must say where it is."""
     for games in ({"pong", "breakout"}, frozenset({"pong"}), {"pong": 1, "breakout": 2}.keys()):
-        with pytest.raises(TypeError, match="sequence .*of num_envs names, got a "):
+        with pytest.raises(TypeError, match="game must be a name or a sequence .*of names, got a "):
             make_lineup(games, 2, {})
     with pytest.raises(ValueError, match="mode names the game 'breakout' twice .*'breakout' "
                                          "and 'ALE/Breakout-v5'"):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -214,7 +215,23 @@ def bad_snapshots(snap: EnvSnapshot):
     emulator[100] ^= 0xFF
     damaged = dataclasses.replace(snap, state=dataclasses.replace(
         snap.state, emulator=bytes(emulator)), digest=snap.digest)
+    def crafted(**changes):
+        """Content a worker cannot load, with its digest recomputed: only the content check
+        can find it."""
+        return dataclasses.replace(snap, state=dataclasses.replace(snap.state, **changes),
+                                   digest=b"")
+
+    state = snap.state
     return {
+        "frames not zlib": (crafted(frames=b"not zlib"), "frames are damaged"),
+        "frames truncated": (crafted(frames=state.frames[:-9]), "frames are damaged"),
+        "frames too few": (crafted(frames=zlib.compress(b"\0" * 99)), "frames hold 99 bytes"),
+        "emulator truncated": (crafted(emulator=state.emulator[:200]), "ALE can read"),
+        "emulator empty": (crafted(emulator=b""), "ALE can read"),
+        "np_random": (crafted(np_random={"bit_generator": "PCG64", "state": 1}), "PCG64"),
+        "episode": (crafted(episode=(1.0, 2)), "episode"),
+        "held": (crafted(held=(99, 1.0), held_frames=1), "held"),
+        "lives": (crafted(lives="x"), "lives"),
         "other game": (dataclasses.replace(snap, game="pong", digest=b""), "'pong'"),
         "other options": (dataclasses.replace(snap, options=snap.options.replace(
             frame_skip=3), digest=b""), "other options"),
@@ -226,8 +243,12 @@ def bad_snapshots(snap: EnvSnapshot):
 
 
 @pytest.mark.parametrize("case", ["other game", "other options", "damaged", "foreign",
-                                  "other ale-py"])
+                                  "other ale-py", "frames not zlib", "frames truncated",
+                                  "frames too few", "emulator truncated", "emulator empty",
+                                  "np_random", "episode", "held", "lives"])
 def test_bad_snapshots_are_refused_with_every_env_intact(case):
+    """Refused whole before any env changes, in the trainer: no worker is asked (none raises,
+    none is restarted), and the AtariEnv is not half-restored."""
     with fastatari.make_vec("breakout", 2, num_workers=1, **SHORT) as envs, \
             fastatari.make_vec("breakout", 2, num_workers=1, **SHORT) as twin:
         for e in (envs, twin):
@@ -237,13 +258,94 @@ def test_bad_snapshots_are_refused_with_every_env_intact(case):
         bad, match = bad_snapshots(good[1])[case]
         with pytest.raises(ValueError, match=match):
             envs.restore([good[0], bad])  # the good one is not restored either
+        assert envs.worker_restarts == 0
         actions = np.random.default_rng(6).integers(0, 4, (30, 2))
         assert_same_runs(play(envs, actions), play(twin, actions))
-    env = fastatari.AtariEnv("breakout", **SHORT)
-    env.reset(seed=0)
+    env, twin_env = (fastatari.AtariEnv("breakout", **SHORT) for _ in range(2))
+    for e in (env, twin_env):
+        e.reset(seed=0)
+        e.step(1)
     with pytest.raises(ValueError, match=match):
         env.restore(bad)
+    for action in np.random.default_rng(7).integers(0, 4, 30).tolist():
+        ours, theirs = env.step(action), twin_env.step(action)
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        assert ours[1:4] == theirs[1:4]
     env.close()
+    twin_env.close()
+
+
+FAULTY_GAMES = """
+import os
+
+from fastatari.core.game import AtariGame
+
+
+class DiesOnceInSnapshot(AtariGame):
+    # the first snapshot taken in any process kills that process
+    def snapshot(self):
+        try:
+            os.close(os.open(os.environ["FAULT_MARK"], os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return super().snapshot()
+        os._exit(3)
+
+
+class RaisesInRestore(AtariGame):
+    def restore(self, state):
+        raise RuntimeError("this game cannot restore")
+"""
+
+
+def faulty_pool(tmp_path, monkeypatch, factory):
+    from fastatari.vector import AtariVectorEnv, plan_vec
+    from fastatari.vector.pool import WorkerPool
+
+    (tmp_path / "faulty_games.py").write_text(FAULTY_GAMES)
+    monkeypatch.syspath_prepend(str(tmp_path))  # a worker gets the trainer's sys.path
+    monkeypatch.setenv("FAULT_MARK", str(tmp_path / "fault.mark"))
+    plan = plan_vec("breakout", 4, num_workers=2, **SHORT)
+    return AtariVectorEnv(plan, WorkerPool(plan, f"faulty_games:{factory}"))
+
+
+def test_clone_while_a_worker_dies_raises_and_reports_the_restart(tmp_path, monkeypatch):
+    """No snapshot of a game the caller never had: ``clone`` raises WorkerError, the dead
+    worker's envs report their restart at the next step, the other worker's go on intact."""
+    with faulty_pool(tmp_path, monkeypatch, "DiesOnceInSnapshot") as envs, \
+            fastatari.make_vec("breakout", 4, num_workers=2, **SHORT) as twin:
+        for e in (envs, twin):
+            e.reset(seed=3)
+            e.step(np.ones(4, int))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(fastatari.vector.WorkerError, match="died during clone"):
+                envs.clone()
+        assert envs.worker_restarts == 1
+        _, _, _, truncated, info = envs.step(np.ones(4, int))
+        twin.step(np.ones(4, int))
+        dead = info["worker_restarted"]  # whichever worker took the first snapshot
+        assert dead.tolist() in ([True, True, False, False], [False, False, True, True])
+        assert truncated[dead].all()
+        # the other worker's envs went on as the twin's
+        np.testing.assert_array_equal(envs.step(np.ones(4, int))[0][~dead],
+                                      twin.step(np.ones(4, int))[0][~dead])
+        assert len(envs.state_dict()["envs"]) == 4  # the fault was once: snapshots work
+
+
+def test_a_restore_a_worker_raises_on_is_not_retried(tmp_path, monkeypatch):
+    """A deterministic failure is met once: WorkerError with the worker's traceback, one
+    restart, the vector env still open and the other worker's envs untouched."""
+    with faulty_pool(tmp_path, monkeypatch, "RaisesInRestore") as envs:
+        envs.reset(seed=3)
+        snaps = envs.clone()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(fastatari.vector.WorkerError,
+                               match="(?s)raised an exception in restore.*cannot restore"):
+                envs.restore(snaps[:1], env_ids=[0])
+        assert envs.worker_restarts == 1 and not envs.closed
+        _, _, _, truncated, info = envs.step(np.ones(4, int))
+        np.testing.assert_array_equal(info["worker_restarted"], [True, True, False, False])
 
 
 def test_misuse_gets_clear_errors():
