@@ -291,12 +291,22 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
 
 def run_bench(args: argparse.Namespace) -> int:
     from fastatari.bench import publish, run_benchmark, write_plot
+    from fastatari.tools.files import check_output
 
-    report = run_benchmark(bench_config(args), progress=tqdm_bar())
+    config = bench_config(args)
+    plot = args.plot or (os.path.join(os.path.dirname(args.json), "vector.png")
+                         if args.json else DEFAULT_PLOT)
+    try:  # minutes of measurement are not spent on an output that cannot be written
+        for path in (args.json, plot if "vector" in config.sections else None):
+            if path:
+                check_output(path, what="the report")
+    except OSError as error:
+        print(f"fastatari bench: error: {error}", file=sys.stderr)
+        return 2
+    report = run_benchmark(config, progress=tqdm_bar())
     vector = report.results.get("vector")
     if vector is not None:
-        path = args.plot or (os.path.join(os.path.dirname(args.json), "vector.png")
-                             if args.json else DEFAULT_PLOT)
+        path = plot
         why_not = write_plot(vector, path, f"{report.config['game']}, "
                              f"{report.environment['cpu']}, {vector.usable_cores} cores")
         if why_not:

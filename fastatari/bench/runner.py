@@ -18,6 +18,7 @@ from fastatari import kernels
 from fastatari.bench.harness import (FRAME_SKIP, BenchConfig, Contenders, Progress, Section,
                                      measure, usable_cores)
 from fastatari.bench.sections import REGISTRY
+from fastatari.tools.files import write_atomically
 
 
 @dataclass
@@ -73,9 +74,8 @@ def publish(report: Report, json_path: str | None = None) -> None:
     """Print the Markdown report on stdout and, if ``json_path``, write the report as JSON."""
     print(markdown_report(report))
     if json_path:
-        with open(json_path, "w") as out:
-            json.dump(report.to_dict(), out, indent=2)
-            out.write("\n")
+        text = json.dumps(report.to_dict(), indent=2) + "\n"
+        write_atomically(json_path, lambda out: out.write(text.encode()))
 
 
 def markdown_report(report: Report) -> str:

@@ -86,3 +86,17 @@ def test_the_json_has_every_registered_sections_keys_when_nothing_ran():
         "environment": {"cpu": "test"}, "config": {"game": "pong"},
         "envs": None, "kernels": None, "vector": None}
     assert report.sections == REGISTRY
+
+
+def test_an_unwritable_report_path_is_refused_before_any_measurement(tmp_path, capsys,
+                                                                     monkeypatch):
+    from fastatari import bench
+    from fastatari.cli import main
+
+    monkeypatch.setattr(bench, "run_benchmark", None)  # nothing may be measured
+    (tmp_path / "afile").write_text("")
+    for argv in (["--json", str(tmp_path)], ["--json", str(tmp_path / "afile" / "r.json")],
+                 ["--section", "vector", "--plot", str(tmp_path)]):
+        assert main(["bench", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fastatari bench: error: cannot write the report")

@@ -18,6 +18,7 @@ import pytest
 
 import fastatari
 from fastatari.core.snapshot import EnvSnapshot
+from fastatari.vector import WorkerError
 
 # Sticky actions on (the default 0.25), and short episodes: autoresets happen in every run.
 SHORT = dict(max_num_frames_per_episode=400)
@@ -318,7 +319,7 @@ def test_clone_while_a_worker_dies_raises_and_reports_the_restart(tmp_path, monk
             e.step(np.ones(4, int))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with pytest.raises(fastatari.vector.WorkerError, match="died during clone"):
+            with pytest.raises(WorkerError, match="died during clone"):
                 envs.clone()
         assert envs.worker_restarts == 1
         _, _, _, truncated, info = envs.step(np.ones(4, int))
@@ -340,7 +341,7 @@ def test_a_restore_a_worker_raises_on_is_not_retried(tmp_path, monkeypatch):
         snaps = envs.clone()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with pytest.raises(fastatari.vector.WorkerError,
+            with pytest.raises(WorkerError,
                                match="(?s)raised an exception in restore.*cannot restore"):
                 envs.restore(snaps[:1], env_ids=[0])
         assert envs.worker_restarts == 1 and not envs.closed
