@@ -210,10 +210,11 @@ class AtariPreprocessing(gymnasium.Wrapper):
     ----------
     env : gymnasium.Env
         An ale-py Atari env (``env.unwrapped.ale``), with ``frameskip=1`` when ``frame_skip > 1``.
-    noop_max, frame_skip, screen_size, terminal_on_life_loss, grayscale_obs, grayscale_newaxis,
-    scale_obs
+    noop_max, frame_skip, screen_size, terminal_on_life_loss
         As in gymnasium. ``screen_size`` must not enlarge the screen (OpenCV switches to another
         interpolation there; a ``ValueError`` says so).
+    grayscale_obs, grayscale_newaxis, scale_obs
+        As in gymnasium.
     stack_size : int, optional
         None: gymnasium's unstacked observation. ``k``: equal to
         ``FrameStackObservation(gymnasium's AtariPreprocessing(...), k, padding_type=...)``.

@@ -101,18 +101,42 @@ def reset_mask(options: Optional[Dict[str, Any]], num_envs: int,
     return None if mask.all() else mask
 
 
+class _FullOnRead:
+    """A bound of :class:`BatchedBox`: the single env's bound broadcast (no memory) until it is
+    first read, then a full writable array, as ``batch_space`` gives (libraries turn the
+    bounds into tensors, and torch warns about read-only arrays)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = "_" + name
+
+    def __get__(self, box: Any, owner: Any = None) -> Any:
+        if box is None:
+            return self
+        value = box.__dict__[self.name]
+        if not value.flags.writeable:  # still the broadcast view
+            value = box.__dict__[self.name] = np.array(value)
+        return value
+
+    def __set__(self, box: Any, value: Any) -> None:
+        box.__dict__[self.name] = value
+
+
 class BatchedBox(spaces.Box):
     """``gymnasium.vector.utils.batch_space(single, n)`` without its four ``(n, *shape)``
     arrays (bounds and boundedness: 113 KB per Atari env, 11 GB for 100,000 envs before any
-    step): they are read-only broadcast views of the single env's. A ``Box`` in every other
-    respect (equality, ``contains``, ``sample``); it pickles as the single space and ``n``."""
+    step): boundedness is a read-only broadcast view of the single env's, and so are ``low``
+    and ``high`` until something reads them. A ``Box`` in every other respect (equality,
+    ``contains``, ``sample``); it pickles as the single space and ``n``."""
+
+    low = _FullOnRead()
+    high = _FullOnRead()
 
     def __init__(self, single: spaces.Box, n: int) -> None:
         super().__init__(single.low, single.high, dtype=single.dtype,
                          seed=copy.deepcopy(single.np_random))
         self._single, self._n = single, n
         self._shape = (n,) + single.shape
-        for name in ("low", "high", "bounded_below", "bounded_above"):
+        for name in ("_low", "_high", "bounded_below", "bounded_above"):
             setattr(self, name, np.broadcast_to(getattr(self, name), self._shape))
 
     def __reduce__(self) -> Any:

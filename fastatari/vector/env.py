@@ -43,10 +43,11 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     Made by :func:`fastatari.make_vec` ``(game, num_envs, **keywords)``; or from its parts,
     ``AtariVectorEnv(plan, executor)``, where ``plan = fastatari.vector.plan_vec(game,
     num_envs, **keywords)`` (:class:`~fastatari.vector.plan.VectorPlan`, checked, starting
-    nothing) and ``executor`` runs the envs (``WorkerPool(plan)``, or Ray actors).
+    nothing) and ``executor`` runs the envs (``WorkerPool(plan)``, or Ray actors). The
+    parameters below are those of ``make_vec`` and ``plan_vec``.
 
-    Parameters (of ``make_vec`` and ``plan_vec``)
-    ----------------------------------------------
+    Parameters
+    ----------
     game : str or sequence of str
         ``"breakout"``, ``"Breakout"`` or ``"ALE/Breakout-v5"``; or one name per env (several
         games in one pool: env ``i`` plays ``game[i]``, byte-identical to
@@ -101,12 +102,12 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     **options
         :class:`~fastatari.AtariOptions` fields (``frame_skip``, ``noop_max``, ...).
 
+    Notes
+    -----
     The vector keywords above are declared, with their defaults and checks, once, in
     :class:`~fastatari.vector.config.VectorConfig` and
     :class:`~fastatari.vector.config.WorkerSettings`.
 
-    Notes
-    -----
     When a worker dies or hangs, its envs are reset (seeded deterministically from their last
     seed) and their next result is ``truncated=True`` with ``info["worker_restarted"]``; under
     same-step autoreset ``final_obs`` is the last observation the dead worker wrote. The other

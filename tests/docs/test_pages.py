@@ -1,0 +1,70 @@
+"""The documentation cannot go stale: every ```python block of the site's pages and of the
+README is a complete program, and runs here as written (each in a fresh namespace, in a
+temporary working directory).
+
+A block that needs an optional library starts with ``# requires: MARKER``, the pytest marker of
+the suite that installs it (``rl``, ``torchrl``, ``puffer``, ``tianshou``, ``ray``, ``cleanrl``,
+``eval``, ``dm``, ``envpool``): it runs in that suite and is skipped where its packages are
+missing. Shell commands are ```bash blocks and output ```text blocks: neither runs.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+REQUIRES = re.compile(r"\A# requires: (\w+)")
+
+
+def pages() -> list[Path]:
+    """The README and the site's pages; none where only tests/ was copied (the wheel check)."""
+    docs = ROOT / "docs"
+    found = sorted(docs.rglob("*.md")) if (docs / "conf.py").exists() else []
+    return ([ROOT / "README.md"] if (ROOT / "README.md").exists() and found else []) + found
+
+
+def blocks() -> list:
+    params = []
+    for page in pages():
+        name = page.relative_to(ROOT).as_posix()
+        for k, match in enumerate(BLOCK.finditer(page.read_text())):
+            code = match.group(1)
+            requires = REQUIRES.match(code)
+            marks = [getattr(pytest.mark, requires.group(1))] if requires else []
+            line = page.read_text().count("\n", 0, match.start()) + 2
+            params.append(pytest.param(name, line, code, bool(requires), marks=marks,
+                                       id=f"{name}:{line}"))
+    return params
+
+
+def test_pages_have_blocks_to_run():
+    if not pages():
+        pytest.skip("no docs/ here (a copy of tests/ only)")
+    assert len(blocks()) >= 20
+
+
+@pytest.mark.parametrize("page, line, code, optional", blocks())
+def test_the_block_runs_as_written(page, line, code, optional, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    program = compile(code, f"{page}, the block at line {line}", "exec")
+    namespace = {"__name__": "__main__"}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            exec(program, namespace)
+    except ModuleNotFoundError as error:
+        if not optional:
+            raise
+        pytest.skip(f"needs {error.name}")
+    finally:
+        for value in list(namespace.values()):  # envs the block left open
+            close = getattr(value, "close", None)
+            if callable(close) and type(value).__module__.startswith(("fastatari", "gymnasium")):
+                try:
+                    close()
+                except Exception:
+                    pass
