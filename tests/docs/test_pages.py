@@ -31,7 +31,7 @@ def blocks() -> list:
     params = []
     for page in pages():
         name = page.relative_to(ROOT).as_posix()
-        for k, match in enumerate(BLOCK.finditer(page.read_text())):
+        for match in BLOCK.finditer(page.read_text()):
             code = match.group(1)
             requires = REQUIRES.match(code)
             marks = [getattr(pytest.mark, requires.group(1))] if requires else []
@@ -68,3 +68,24 @@ def test_the_block_runs_as_written(page, line, code, optional, tmp_path, monkeyp
                     close()
                 except Exception:
                     pass
+
+
+def test_the_readmes_links_to_files_resolve():
+    readme = ROOT / "README.md"
+    if not (ROOT / "docs" / "conf.py").exists():
+        pytest.skip("no docs/ here (a copy of tests/ only)")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.read_text())
+    local = [t for t in targets if "://" not in t]
+    assert local and [t for t in local if not (ROOT / t).exists()] == []
+
+
+def test_the_readme_is_a_front_door():
+    """Short, with the two commands (install and run the main job; install and run the tests)
+    near the top."""
+    if not (ROOT / "docs" / "conf.py").exists():
+        pytest.skip("no docs/ here (a copy of tests/ only)")
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200
+    top = "\n".join(lines[:40])
+    assert 'pip install ".[bench]" && fastatari bench' in top
+    assert 'pip install ".[test]" && pytest' in top
