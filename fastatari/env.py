@@ -165,7 +165,8 @@ class AtariEnv(gymnasium.Env):
         return None
 
     def close(self) -> None:
-        """Release the emulator; later ``reset``/``step``/``render`` raise ``RuntimeError``."""
+        """Release the emulator; later ``reset``/``step``/``render`` raise gymnasium's
+        ``ClosedEnvironmentError``."""
         if self._game is not None:
             self._game.close()
             self._game = None

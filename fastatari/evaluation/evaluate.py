@@ -77,8 +77,8 @@ class Evaluation:
 
     def write_json(self, path: str, follow_symlinks: bool = False) -> None:
         """The whole record as JSON (:meth:`to_json`). Every writer here replaces ``path``
-        whole (:func:`~fastatari.tools.files.write_atomically`: missing folders created, a
-        symbolic link replaced unless ``follow_symlinks``)."""
+        whole (:func:`~fastatari.tools.files.write_atomically`: missing folders created; a
+        symbolic link refused with ``OSError`` unless ``follow_symlinks``)."""
         text = json.dumps(self.to_json(), indent=1).encode()
         write_atomically(path, lambda f: f.write(text), follow_symlinks)
 

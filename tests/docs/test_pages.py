@@ -56,10 +56,10 @@ def test_the_block_runs_as_written(page, line, code, optional, tmp_path, monkeyp
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             exec(program, namespace)
-    except ModuleNotFoundError as error:
+    except ImportError as error:  # a missing library, or one missing its own dependency
         if not optional:
             raise
-        pytest.skip(f"needs {error.name}")
+        pytest.skip(f"needs what its suite installs: {error}")
     finally:
         for value in list(namespace.values()):  # envs the block left open
             close = getattr(value, "close", None)
