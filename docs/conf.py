@@ -55,4 +55,5 @@ intersphinx_mapping = {
 
 html_theme = "furo"
 html_title = f"fastatari {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["tables.css"]
