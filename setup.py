@@ -44,6 +44,12 @@ extensions = [
         include_dirs=["fastatari/vector/csrc", np.get_include()],
         **common,
     ),
+    Extension(
+        "fastatari.vector._step",
+        sources=["fastatari/vector/_step.pyx"],
+        include_dirs=[np.get_include()],
+        **common,
+    ),
 ]
 
 directives = {

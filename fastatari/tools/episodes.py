@@ -37,13 +37,13 @@ def _game_key(name: str) -> str:
 def _summary_writer_class() -> Optional[type]:
     """torch's SummaryWriter if torch (and tensorboard) import, else tensorboardX's, else None."""
     try:
-        from torch.utils.tensorboard import SummaryWriter
-        return SummaryWriter
+        from torch.utils.tensorboard import SummaryWriter as TorchWriter
+        return TorchWriter
     except ImportError:
         pass
     try:
-        from tensorboardX import SummaryWriter
-        return SummaryWriter
+        from tensorboardX import SummaryWriter as XWriter
+        return XWriter
     except ImportError:
         return None
 

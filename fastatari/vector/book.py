@@ -107,6 +107,12 @@ class EnvBook:
             self._restarted[ids[restarted]] = False
         return restarted
 
+    def step_columns(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The per-env ``ended`` and ``restarted`` arrays themselves, for the compiled common
+        step (:class:`fastatari.vector._step.SyncStep`), which reads both and writes
+        ``ended`` as :meth:`ended_now` would."""
+        return self._ended, self._restarted
+
     # -- the caller's changes ------------------------------------------------------------------
     def reset(self, ids: np.ndarray) -> None:
         """``ids`` were reset: a new episode each, nothing to report."""

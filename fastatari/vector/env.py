@@ -22,6 +22,7 @@ from fastatari.core import validate
 from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import contract, rollout
+from fastatari.vector import _step
 from fastatari.vector.book import EnvBook
 from fastatari.vector.contract import CallOrder, State
 from fastatari.vector.executor import Executor, WorkerError, check_command
@@ -31,6 +32,11 @@ from fastatari.vector.rollout import Rollout
 from fastatari.vector.snapshots import Snapshots
 
 __all__ = ["AtariVectorEnv", "WorkerError"]
+
+
+_AUTORESET = {gymnasium.vector.AutoresetMode.NEXT_STEP: "next_step",
+              gymnasium.vector.AutoresetMode.SAME_STEP: "same_step",
+              gymnasium.vector.AutoresetMode.DISABLED: "disabled"}
 
 
 class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
@@ -151,6 +157,12 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             except BaseException:
                 executor.close()
                 raise
+        # the common synchronous step's compiled path (discrete actions)
+        self._sync: Optional[_step.SyncStep] = None if self.options.continuous else \
+            _step.SyncStep(self._buf, *self.book.step_columns(),
+                           [f.name for f in self._info_fields], GAME_KEY,
+                           [f.name for f in GAME_FIELDS], plan.num_actions, config.copy,
+                           self.options.life_loss_info, _AUTORESET[config.autoreset_mode])
         self._state = State.NEEDS_RESET
 
         self.single_observation_space: spaces.Box = spaces.Box(
@@ -229,18 +241,44 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     @contract.one_caller
     def step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           Dict[str, Any]]:
-        """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them."""
+        """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them.
+        Ctrl-C during the step closes the vector env (its envs are mid-step)."""
         self._check_not_async("step")
         self._check_was_reset("step")
-        actions = self.plan.check_actions(actions, self.num_envs)
-        self._check_not_ended(self._all_ids)
-        self._buf.action[:] = actions
-        executor = self.executor
-        if self.book.all_plain():
-            executor.run_all()  # the common step: every env steps
+        try:
+            return self._step(actions)
+        except KeyboardInterrupt:
+            self.close()
+            raise
+
+    def _step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                           Dict[str, Any]]:
+        executor, fast = self.executor, self._sync
+        common = _step.NOT_COMMON if fast is None else fast.write_actions(actions)
+        if fast is not None and common != _step.NOT_COMMON:
+            # the common step, compiled on each side of the wait
+            if common == _step.ALL_STEP:
+                executor.run_all()
+            else:  # autoresets after ended episodes
+                executor.run(fast.ops, self._all_ids)
+            replies = executor.collect()
+            if len(replies) == 1 and not executor.busy():  # no fault: one DONE for all
+                results = fast.results()
+                if results is None:  # a game ended, a final observation: the general path
+                    return self._results(slice(None))
+                if self.plan.lineup.multi:
+                    results[4]["game_index"] = self._game_index.copy()
+                    results[4]["_game_index"] = np.ones(self.num_envs, bool)
+                return results
         else:
-            self._dispatch(self._all_ids)
-        replies = executor.collect()
+            actions = self.plan.check_actions(actions, self.num_envs)
+            self._check_not_ended(self._all_ids)
+            self._buf.action[:] = actions
+            if self.book.all_plain():
+                executor.run_all()  # every env steps
+            else:
+                self._dispatch(self._all_ids)
+            replies = executor.collect()
         while executor.busy():  # a fault answered early: the others are still running
             replies += executor.collect()
         # the envs' phases matter only between send() and recv(): a step only applies faults
@@ -429,6 +467,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             gymnasium.logger.warn("Calling `close` while waiting for a pending call to `step` "
                                   "to complete.")
         self._state = State.CLOSED
+        self._sync = None  # its views of the shared memory go before the memory does
         executor = getattr(self, "executor", None)
         if executor is not None:
             executor.close()

@@ -216,14 +216,14 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
             make_vec("breakout", 2, num_workers=2, **KW) as twin:
         envs.reset(seed=1)
         twin.reset(seed=1)
-        results = envs._results
+        collect = envs.executor.collect
 
-        def held_results(sel):  # the first caller pauses inside its step
+        def held_collect(*args):  # the first caller pauses inside its step
             inside.set()
             release.wait(30)
-            return results(sel)
+            return collect(*args)
 
-        envs._results = held_results
+        envs.executor.collect = held_collect
         got = {}
         first = threading.Thread(target=lambda: got.update(step=envs.step(np.ones(2, int))))
         first.start()
@@ -235,7 +235,7 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
                 call()
         release.set()
         first.join(30)
-        envs._results = results
+        envs.executor.collect = collect
         assert not envs.closed
         want = twin.step(np.ones(2, int))
         for a, b in zip(got["step"][:4], want[:4], strict=True):
@@ -308,8 +308,8 @@ def test_the_batched_observation_space_is_gymnasiums_without_its_arrays():
         tracemalloc.stop()
     assert peak < 2_000_000  # bytes: one env's bounds, not 11 GB
     with make_vec("breakout", 2, num_workers=1, **KW) as envs:
+        assert envs.observation_space.__dict__["_low"].strides[0] == 0
         assert envs.observation_space == batch_space(envs.single_observation_space, 2)
-        assert envs.observation_space.low.strides[0] == 0
 
 
 def test_num_envs_past_the_machines_memory_is_refused_before_anything_starts():
