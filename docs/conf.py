@@ -6,6 +6,10 @@ import sys
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed_version
 
+# autodoc documents the installed package (its compiled modules are built at install), not the
+# checkout's source folder, which `python -m sphinx` run from the checkout would put first
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 sys.path.insert(0, os.path.dirname(__file__))  # _ext: the benchmark tables
 
 project = "fastatari"
@@ -33,7 +37,7 @@ myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 # the fronts for optional libraries import them at the top: documented without them
 autodoc_mock_imports = ["stable_baselines3", "pufferlib", "gym", "jax", "dm_env", "torch",
-                        "tianshou", "torchrl", "tensordict"]
+                        "tianshou", "torchrl", "tensordict", "ray"]
 autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": False}
 napoleon_numpy_docstring = True
