@@ -10,6 +10,7 @@ import ray
 from fastatari.ray.executor import DEFAULT_ACTOR_TIMEOUT, RayExecutor, Recovered
 from fastatari.vector.contract import one_caller
 from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.executor import check_command
 from fastatari.vector.plan import plan_vec
 from fastatari.vector.rollout import Rollout, concat
 
@@ -63,6 +64,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
         for k in range(self.num_actors):
             value, seen = self.executor.call(k, "describe")
             self.book.apply(seen)
+            check_command(seen, "actor_info")  # an actor that raised: no description
             described.append(value)
         return described
 

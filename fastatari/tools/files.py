@@ -13,7 +13,8 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-from typing import BinaryIO, Callable
+import stat
+from typing import BinaryIO, Callable, Optional
 
 __all__ = ["check_not_symlink", "check_output", "write_atomically"]
 
@@ -77,20 +78,32 @@ def write_atomically(path: str, write: Callable[[BinaryIO], object],
     fails (a full disk, an exception in ``write``) leaves the old one. A symbolic link at
     ``path`` is refused (``OSError``, ``ELOOP``) — one planted after that check is replaced by
     the rename, never followed — unless ``follow_symlinks``, which writes to the link's target
-    instead. A new file gets the usual permissions (0666 less the umask).
+    instead. A new file gets the usual permissions (0666 less the umask), a replaced one keeps
+    its own; an existing path that is not a regular file, or not writable, is refused
+    (``PermissionError``), as :func:`check_output` refuses it.
     """
     check_not_symlink(path, follow_symlinks)
     target = os.path.realpath(path) if follow_symlinks else path
+    try:
+        existing: Optional[os.stat_result] = os.lstat(target)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        raise PermissionError(f"cannot write {path!r}: it exists and is not a regular file")
+    if existing is not None and not os.access(target, os.W_OK):
+        raise PermissionError(f"cannot write {path!r}: permission denied")
     folder = os.path.dirname(target)
     if folder:
         os.makedirs(folder, exist_ok=True)
     temporary = os.path.join(folder, f".{os.path.basename(target)}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_BINARY", 0))  # O_NOFOLLOW: POSIX; O_BINARY: Windows
+    fd = os.open(temporary, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
-        if os.path.isfile(target):
-            os.chmod(temporary, os.stat(target).st_mode & 0o7777)  # an overwrite keeps its mode
+        if existing is not None:  # an overwrite keeps the file's permissions
+            os.chmod(temporary, existing.st_mode & 0o777)
         os.replace(temporary, target)
     except BaseException:
         try:

@@ -9,7 +9,7 @@ in Python, does that step whole, raising its precise errors; the two give the sa
 """
 
 from libc.stdint cimport int64_t, uint8_t
-from libc.string cimport memcpy
+from libc.string cimport memmove
 
 import numpy as np
 
@@ -73,9 +73,9 @@ cdef class SyncStep:
     def write_actions(self, actions):
         """Check ``actions`` and, for the common step, write them and each env's op
         (:attr:`ops`): ``ALL_STEP`` when every env steps, ``SOME_RESET`` when some reset
-        after an ended episode. ``NOT_COMMON``, writing nothing, for anything else: another
-        dtype or shape, an action out of range, a restart to report, an ended episode without
-        next-step autoreset."""
+        after an ended episode. ``NOT_COMMON`` for anything else (another dtype or shape, an
+        action out of range, a restart to report, an ended episode without next-step
+        autoreset): the general path then checks and writes the actions itself."""
         cdef Py_ssize_t i, n = self.n
         cdef int64_t a, limit = self.num_actions
         cdef const int64_t[::1] given
@@ -85,8 +85,11 @@ cdef class SyncStep:
             return _NOT_COMMON
         given = np.ascontiguousarray(actions)
         with nogil:
+            # copied first, then checked: what is checked is what the workers read (another
+            # thread may change the caller's array); the general path rewrites it otherwise
+            memmove(&self.action[0], &given[0], n * sizeof(int64_t))
             for i in range(n):
-                a = given[i]
+                a = self.action[i]
                 if a < 0 or a >= limit or self.restarted[i]:
                     answer = _NOT_COMMON
                     break
@@ -95,8 +98,6 @@ cdef class SyncStep:
                         answer = _NOT_COMMON
                         break
                     answer = _SOME_RESET
-            if answer != _NOT_COMMON:
-                memcpy(&self.action[0], &given[0], n * sizeof(int64_t))
             if answer == _SOME_RESET:
                 for i in range(n):
                     self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP

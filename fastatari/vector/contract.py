@@ -113,23 +113,45 @@ class _FullOnRead:
         if box is None:
             return self
         value = box.__dict__[self.name]
-        if not value.flags.writeable:  # still the broadcast view
-            value = box.__dict__[self.name] = np.array(value)
+        if not value.flags.writeable and not box.__dict__.get("_on_views"):
+            value = box.__dict__[self.name] = np.array(value)  # still the broadcast view
         return value
 
     def __set__(self, box: Any, value: Any) -> None:
         box.__dict__[self.name] = value
 
 
+def _on_views(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``spaces.Box``'s own ``method``, reading the broadcast bounds of every BatchedBox it
+    is given (equality, ``contains``, ``sample`` and ``repr`` need no full copy)."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        boxes = [box for box in (self, *args) if isinstance(box, BatchedBox)]
+        for box in boxes:
+            box.__dict__["_on_views"] = True
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            for box in boxes:
+                box.__dict__["_on_views"] = False
+    return run
+
+
 class BatchedBox(spaces.Box):
     """``gymnasium.vector.utils.batch_space(single, n)`` without its four ``(n, *shape)``
     arrays (bounds and boundedness: 113 KB per Atari env, 11 GB for 100,000 envs before any
     step): boundedness is a read-only broadcast view of the single env's, and so are ``low``
-    and ``high`` until something reads them. A ``Box`` in every other respect (equality,
+    and ``high`` until something outside the space reads them (gymnasium's own methods here
+    read the views). A ``Box`` in every other respect (equality,
     ``contains``, ``sample``); it pickles as the single space and ``n``."""
 
     low = _FullOnRead()
     high = _FullOnRead()
+    contains = _on_views(spaces.Box.contains)
+    sample = _on_views(spaces.Box.sample)
+    __eq__ = _on_views(spaces.Box.__eq__)
+    __repr__ = _on_views(spaces.Box.__repr__)
 
     def __init__(self, single: spaces.Box, n: int) -> None:
         super().__init__(single.low, single.high, dtype=single.dtype,

@@ -25,7 +25,7 @@ from fastatari.vector import contract, rollout
 from fastatari.vector import _step
 from fastatari.vector.book import EnvBook
 from fastatari.vector.contract import CallOrder, State
-from fastatari.vector.executor import Executor, WorkerError, check_command
+from fastatari.vector.executor import Executor, WorkerError, check_command, raised_envs
 from fastatari.vector.messages import Reply, ReplyKind
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.rollout import Rollout
@@ -151,18 +151,20 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.book = EnvBook(num_envs)
         self._all_ids = np.arange(num_envs)
         self._buf = executor.buffers
-        if not started:
-            try:
+        self._sync: Optional[_step.SyncStep] = None
+        try:
+            if not started:
                 executor.start()
-            except BaseException:
-                executor.close()
-                raise
-        # the common synchronous step's compiled path (discrete actions)
-        self._sync: Optional[_step.SyncStep] = None if self.options.continuous else \
-            _step.SyncStep(self._buf, *self.book.step_columns(),
-                           [f.name for f in self._info_fields], GAME_KEY,
-                           [f.name for f in GAME_FIELDS], plan.num_actions, config.copy,
-                           self.options.life_loss_info, _AUTORESET[config.autoreset_mode])
+            # the common synchronous step's compiled path (discrete actions)
+            if not self.options.continuous:
+                self._sync = _step.SyncStep(
+                    self._buf, *self.book.step_columns(), [f.name for f in self._info_fields],
+                    GAME_KEY, [f.name for f in GAME_FIELDS], plan.num_actions, config.copy,
+                    self.options.life_loss_info, _AUTORESET[config.autoreset_mode])
+        except BaseException:
+            self._sync = None  # its views of the shared memory go before the memory does
+            executor.close()
+            raise
         self._state = State.NEEDS_RESET
 
         self.single_observation_space: spaces.Box = spaces.Box(
@@ -230,9 +232,9 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             seeds = [self.executor.seeds.last[i] if s is None else s
                      for i, s in enumerate(seeds)]
         ids = np.flatnonzero(mask)
-        check_command(self._apply_all(self.executor.reset([(int(i), seeds[i]) for i in ids])),
-                      "reset")
-        self.book.reset(ids)
+        replies = self._apply_all(self.executor.reset([(int(i), seeds[i]) for i in ids]))
+        self.book.reset(ids[~np.isin(ids, raised_envs(replies))])  # those that did reset
+        check_command(replies, "reset")
         self._state = State.IDLE
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
         return obs, self._info(slice(None), mask)
@@ -262,7 +264,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             else:  # autoresets after ended episodes
                 executor.run(fast.ops, self._all_ids)
             replies = executor.collect()
-            if len(replies) == 1 and not executor.busy():  # no fault: one DONE for all
+            if len(replies) == 1 and replies[0].kind is ReplyKind.DONE \
+                    and not executor.busy():  # no fault: one DONE for all
                 results = fast.results()
                 if results is None:  # a game ended, a final observation: the general path
                     return self._results(slice(None))

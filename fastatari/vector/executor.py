@@ -27,7 +27,8 @@ from fastatari.core.snapshot import GameState
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Reply, ReplyKind, ResetRequest
 
-__all__ = ["Executor", "RestartPolicy", "SeedBook", "WorkerError", "check_command"]
+__all__ = ["Executor", "RestartPolicy", "SeedBook", "WorkerError", "check_command",
+           "raised_envs"]
 
 
 class WorkerError(RuntimeError):
@@ -35,6 +36,14 @@ class WorkerError(RuntimeError):
     (reset, render, clone, restore: the message carries its traceback), or whose restart
     replaced the games a ``clone`` was taking. An exception in a step restarts the worker
     instead (a ``RuntimeWarning`` with the traceback, and ``info["worker_restarted"]``)."""
+
+
+def raised_envs(replies: Sequence[Reply]) -> np.ndarray:
+    """The envs of the workers that raised on a command (restarted, not asked again): their
+    games are new, the command did not happen there."""
+    blocks = [reply.restarted for reply in replies if reply.kind is ReplyKind.RESTARTED
+              and reply.payload is not None and reply.restarted is not None]
+    return np.concatenate(blocks) if blocks else np.empty(0, np.int64)
 
 
 def check_command(replies: Sequence[Reply], call: str,

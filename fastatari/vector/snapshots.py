@@ -17,7 +17,7 @@ from fastatari.core.snapshot import (FORMAT, EnvSnapshot, GameState, check_snaps
                                      warn_if_inexact)
 from fastatari.vector import contract
 from fastatari.vector.contract import CallOrder, State
-from fastatari.vector.executor import Executor, check_command
+from fastatari.vector.executor import Executor, check_command, raised_envs
 from fastatari.vector.plan import VectorPlan
 
 __all__ = ["Snapshots"]
@@ -90,12 +90,16 @@ class Snapshots(CallOrder):
                                          for i, snap in zip(ids.tolist(), snapshots,
                                                             strict=True)])
         self.book.apply(replies)
-        check_command(replies, "restore")
+        # the envs of a worker that raised start new games; the others hold their snapshots
+        raised = raised_envs(replies)
+        restored = [(i, snap) for i, snap in zip(ids.tolist(), snapshots, strict=True)
+                    if i not in raised]
         book = self.executor.seeds
-        for i, snap in zip(ids.tolist(), snapshots, strict=True):
+        for i, snap in restored:
             book.last[i] = snap.seed
         book.games_exist = True
-        self.book.set(ids, [snap.ended for snap in snapshots], False)
+        self.book.set([i for i, _ in restored], [snap.ended for _, snap in restored], False)
+        check_command(replies, "restore")
         if self._state is State.NEEDS_RESET:
             self._state = State.IDLE
 

@@ -196,6 +196,13 @@ def test_outputs_are_written_whole_into_new_folders_never_through_links(tmp_path
     with pytest.raises(OSError, match="disk full"):
         write_atomically(str(old), fail)
     assert old.read_text() == "old"
+    # a device is refused (a rename would replace it), as check_output refuses it
+    with pytest.raises(PermissionError, match="not a regular file"):
+        write_atomically("/dev/null", lambda f: f.write(b"x"))
+    # a replaced file keeps its permissions
+    old.chmod(0o640)
+    write_atomically(str(old), lambda f: f.write(b"new"))
+    assert old.read_bytes() == b"new" and old.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["new", "precious.txt", "out.csv", "old.json"])
 
