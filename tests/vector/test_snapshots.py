@@ -295,6 +295,16 @@ class DiesOnceInSnapshot(AtariGame):
 class RaisesInRestore(AtariGame):
     def restore(self, state):
         raise RuntimeError("this game cannot restore")
+
+
+class RaisesOnceInRestore(AtariGame):
+    # the first restore in any process raises; every other restores
+    def restore(self, state):
+        try:
+            os.close(os.open(os.environ["FAULT_MARK"], os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return super().restore(state)
+        raise RuntimeError("this game cannot restore")
 """
 
 
@@ -442,3 +452,25 @@ def test_every_rom_ale_py_ships_restores_exactly_or_is_listed(tmp_path):
     from fastatari.core.games import game_ids
 
     check_suite_restores_exactly(game_ids(), tmp_path)
+
+
+def test_a_restore_one_worker_raises_on_still_restores_the_others(tmp_path, monkeypatch):
+    """The envs of the worker that did not raise hold their snapshots and go on exactly as
+    the cloned envs would; the raising worker's envs start new games, reported once."""
+    with faulty_pool(tmp_path, monkeypatch, "RaisesOnceInRestore") as envs:
+        envs.reset(seed=4)
+        for _ in range(10):
+            envs.step(np.ones(4, int))
+        snaps = envs.clone()
+        actions = np.random.default_rng(3).integers(0, 4, (30, 4))
+        expected = [envs.step(a)[0].copy() for a in actions]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(WorkerError, match="raised an exception in restore"):
+                envs.restore(snaps)
+        first = envs.step(actions[0])
+        dead = first[4]["worker_restarted"]
+        assert dead.tolist() in ([True, True, False, False], [False, False, True, True])
+        got = [first[0]] + [envs.step(a)[0] for a in actions[1:]]
+        for t, (ours, theirs) in enumerate(zip(got, expected, strict=True)):
+            np.testing.assert_array_equal(ours[~dead], theirs[~dead], err_msg=f"step {t}")
