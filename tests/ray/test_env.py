@@ -337,6 +337,26 @@ def test_actor_killed_recovered_others_unchanged(cluster):
 
 
 @linux_only
+def test_the_only_actor_killed_its_restart_is_reported(cluster):
+    """One actor (a one-node cluster's default): the lost step is the collect's only reply,
+    and the step still reports it (not taken for a clean step)."""
+    envs = ray_env(num_actors=1)
+    try:
+        envs.reset(seed=11)
+        envs.step(actions_at(0, range(6)))
+        pid = envs.actor_info()[0]["pid"]
+        ray.kill(envs.actors[0], no_restart=False)
+        deadline = time.monotonic() + 30
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _, _, _, truncated, info = envs.step(actions_at(1, range(6)))
+        assert truncated.all() and info["worker_restarted"].all()
+        assert envs.restarts == 1
+    finally:
+        envs.close()
+
+
+@linux_only
 def test_actor_sigkill_during_async_and_rollout(cluster):
     """SIGKILL of actor 0's process while its envs are in flight; then a rollout reports
     nothing twice and keeps the other actor's envs exact."""
