@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import numbers
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import numpy as np
 import ale_py
 
 from fastatari.core.options import AtariOptions
+from fastatari.core.validate import is_int
 from fastatari.core.romfacts import loaded_facts
 
 __all__ = ["INEXACT_RESTORE", "EnvSnapshot", "GameState", "PendingReset", "check_snapshots",
@@ -135,20 +135,20 @@ class GameState:
             np.random.PCG64().state = self.np_random  # type: ignore[assignment]
         except Exception as error:  # TypeError, ValueError, KeyError: all damage
             raise ValueError(f"snapshot np_random is not a PCG64 state: {error!r}") from None
-        _check(_is_int(self.lives) and self.lives >= 0, "lives", self.lives,
+        _check(is_int(self.lives) and self.lives >= 0, "lives", self.lives,
                "an int >= 0")
         _check(isinstance(self.continue_game, (bool, np.bool_)), "continue_game",
                self.continue_game, "a bool")
         episode = self.episode
         _check(isinstance(episode, tuple) and len(episode) == 3 and _is_real(episode[0])
-               and _is_int(episode[1]) and episode[1] >= 0 and _is_real(episode[2]),
+               and is_int(episode[1]) and episode[1] >= 0 and _is_real(episode[2]),
                "episode", episode, "(return, agent steps >= 0, seconds)")
         held = self.held
         _check(held is None or (isinstance(held, tuple) and len(held) == 2
-                                and _is_int(held[0]) and 0 <= held[0] < _NUM_ACTIONS
+                                and is_int(held[0]) and 0 <= held[0] < _NUM_ACTIONS
                                 and _is_real(held[1])),
                "held", held, f"None or (ALE action in [0, {_NUM_ACTIONS}), strength)")
-        _check(_is_int(self.held_frames) and self.held_frames >= 0
+        _check(is_int(self.held_frames) and self.held_frames >= 0
                and (held is not None or self.held_frames == 0), "held_frames",
                self.held_frames, "an int >= 0, 0 without a held action")
         if self.pending is not None:
@@ -170,12 +170,8 @@ class GameState:
                               self.pending.info.items())).encode()
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
 def _is_real(value: Any) -> bool:
-    return _is_int(value) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
+    return is_int(value) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
 
 
 def _check(ok: bool, name: str, value: Any, rule: str) -> None:

@@ -106,6 +106,19 @@ cdef int _check_apart(cnp.ndarray out, str out_name, cnp.ndarray src, str src_na
     return 0
 
 
+cdef cnp.ndarray _output(object out, tuple shape, int min_ndim, int max_ndim,
+                        cnp.ndarray src):
+    """``out`` checked (uint8, C-contiguous, writeable, of ``shape``, apart from ``src``), or a
+    new array of ``shape``."""
+    if out is None:
+        out = np.empty(shape, np.uint8)
+    cdef cnp.ndarray o = _check(out, "out", min_ndim, max_ndim, writable=True)
+    if _shape(o) != shape:
+        raise ValueError(f"out must have shape {shape}, got {_shape(o)}")
+    _check_apart(o, "out", src, "src")
+    return o
+
+
 def rgb_to_gray(src, out=None):
     """Convert RGB to gray, byte-identical to ``cv2.cvtColor(src, cv2.COLOR_RGB2GRAY)``.
 
@@ -118,19 +131,13 @@ def rgb_to_gray(src, out=None):
     cdef cnp.ndarray s = _check(src, "src", 1, 32)
     if s.shape[s.ndim - 1] != 3:
         raise ValueError(f"src must end in 3 RGB channels, got shape {_shape(s)}")
-    shape = _shape(s)[:s.ndim - 1]
-    if out is None:
-        out = np.empty(shape, np.uint8)
-    cdef cnp.ndarray o = _check(out, "out", 0, 32, writable=True)
-    if _shape(o) != shape:
-        raise ValueError(f"out must have shape {shape}, got {_shape(o)}")
-    _check_apart(o, "out", s, "src")
+    cdef cnp.ndarray o = _output(out, _shape(s)[:s.ndim - 1], 0, 32, s)
     cdef size_t n = s.size // 3
     cdef const uint8_t *rgb = _ptr(s)
     cdef uint8_t *gray = <uint8_t *>_ptr(o)
     with nogil:
         fa_rgb_to_gray(rgb, gray, n)
-    return out
+    return o
 
 
 cdef tuple _size_arg(object size, str name):
@@ -174,12 +181,7 @@ def resize_area(src, size, out=None):
     if s.ndim == 3:
         shape = (h, w, cn)
     cdef _Plan plan = _plan_for(s.shape[0], s.shape[1], h, w, cn)
-    if out is None:
-        out = np.empty(shape, np.uint8)
-    cdef cnp.ndarray o = _check(out, "out", 2, 3, writable=True)
-    if _shape(o) != shape:
-        raise ValueError(f"out must have shape {shape}, got {_shape(o)}")
-    _check_apart(o, "out", s, "src")
+    cdef cnp.ndarray o = _output(out, shape, 2, 3, s)
     cdef fa_source source
     source.kind = FA_SRC_IMAGE
     source.a = _ptr(s)
@@ -192,7 +194,7 @@ def resize_area(src, size, out=None):
         err = fa_process(&plan.plan, &source, dst, w * cn, cn)
     if err != FA_OK:
         raise MemoryError("out of memory in resize_area")
-    return out
+    return o
 
 
 cdef int _fused_step(cnp.ndarray stack, bint channels_last, int cn, fa_source *source,

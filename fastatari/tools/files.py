@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import stat
 from typing import BinaryIO, Callable, Optional
 
 __all__ = ["check_not_symlink", "check_output", "write_atomically"]
@@ -82,16 +81,12 @@ def write_atomically(path: str, write: Callable[[BinaryIO], object],
     its own; an existing path that is not a regular file, or not writable, is refused
     (``PermissionError``), as :func:`check_output` refuses it.
     """
-    check_not_symlink(path, follow_symlinks)
+    check_output(path, follow_symlinks)  # again: the path may have changed since
     target = os.path.realpath(path) if follow_symlinks else path
     try:
         existing: Optional[os.stat_result] = os.lstat(target)
     except FileNotFoundError:
         existing = None
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
-        raise PermissionError(f"cannot write {path!r}: it exists and is not a regular file")
-    if existing is not None and not os.access(target, os.W_OK):
-        raise PermissionError(f"cannot write {path!r}: permission denied")
     folder = os.path.dirname(target)
     if folder:
         os.makedirs(folder, exist_ok=True)

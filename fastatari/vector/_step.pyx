@@ -34,7 +34,8 @@ cdef class SyncStep:
 
     ``autoreset``: ``"next_step"`` (an ended env resets at its next step), ``"disabled"`` (an
     ended env must be reset by the caller: the general path raises) or ``"same_step"``.
-    ``game_fields``: the names of a finished game's statistics (``info["game"]``)."""
+    ``game_fields``: the names of a finished game's statistics (``info["game"]``);
+    ``game_index``: each env's game (``info["game_index"]``), None for one game."""
 
     cdef Py_ssize_t n
     cdef int64_t num_actions
@@ -43,11 +44,13 @@ cdef class SyncStep:
     cdef uint8_t[::1] ops_v
     cdef readonly object ops
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
+    cdef object game_index
     cdef tuple fields, game_columns
     cdef bint copy, life_loss_info, track_ended, reset_ended
 
     def __init__(self, buffers, ended, restarted, field_names, game_key, game_fields,
-                 int64_t num_actions, bint copy, bint life_loss_info, str autoreset):
+                 game_index, int64_t num_actions, bint copy, bint life_loss_info,
+                 str autoreset):
         self.n = ended.shape[0]
         self.num_actions = num_actions
         self.action = buffers.action
@@ -64,6 +67,7 @@ cdef class SyncStep:
         self.fields = tuple((name, buffers.info[name]) for name in field_names)
         self.game_key = game_key
         self.game_columns = tuple((name, buffers.game[name]) for name in game_fields)
+        self.game_index = game_index
         self.ops = np.zeros(self.n, np.uint8)
         self.ops_v = self.ops
         self.copy, self.life_loss_info = copy, life_loss_info
@@ -136,4 +140,7 @@ cdef class SyncStep:
                 game[name] = np.where(done, column, np.zeros((), column.dtype))
                 game["_" + name] = done
             info[self.game_key], info["_" + self.game_key] = game, done
+        if self.game_index is not None:
+            info["game_index"] = self.game_index.copy()
+            info["_game_index"] = np.ones(n, np.bool_)
         return obs, self.reward.copy(), terminated, self.truncated.copy(), info

@@ -159,8 +159,9 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             if not self.options.continuous:
                 self._sync = _step.SyncStep(
                     self._buf, *self.book.step_columns(), [f.name for f in self._info_fields],
-                    GAME_KEY, [f.name for f in GAME_FIELDS], plan.num_actions, config.copy,
-                    self.options.life_loss_info, _AUTORESET[config.autoreset_mode])
+                    GAME_KEY, [f.name for f in GAME_FIELDS],
+                    self._game_index if lineup.multi else None, plan.num_actions,
+                    config.copy, self.options.life_loss_info, _AUTORESET[config.autoreset_mode])
         except BaseException:
             self._sync = None  # its views of the shared memory go before the memory does
             executor.close()
@@ -256,8 +257,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     def _step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                            Dict[str, Any]]:
         executor, fast = self.executor, self._sync
-        common = _step.NOT_COMMON if fast is None else fast.write_actions(actions)
-        if fast is not None and common != _step.NOT_COMMON:
+        if fast is not None and (common := fast.write_actions(actions)) != _step.NOT_COMMON:
             # the common step, compiled on each side of the wait
             if common == _step.ALL_STEP:
                 executor.run_all()
@@ -267,12 +267,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             if len(replies) == 1 and replies[0].kind is ReplyKind.DONE \
                     and not executor.busy():  # no fault: one DONE for all
                 results = fast.results()
-                if results is None:  # a game ended, a final observation: the general path
-                    return self._results(slice(None))
-                if self.plan.lineup.multi:
-                    results[4]["game_index"] = self._game_index.copy()
-                    results[4]["_game_index"] = np.ones(self.num_envs, bool)
-                return results
+                # None: a final observation (same-step autoreset), which the general path gives
+                return self._results(slice(None)) if results is None else results
         else:
             actions = self.plan.check_actions(actions, self.num_envs)
             self._check_not_ended(self._all_ids)
