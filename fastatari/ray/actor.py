@@ -18,7 +18,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastatari.core.snapshot import GameState
 from fastatari.vector import rollout
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.plan import VectorPlan
@@ -102,24 +101,16 @@ class EnvActor:
             replies += pool.collect()
         return self._answer(replies)
 
-    # reset, render, clone, restore: ``items`` are ``(env, payload)`` (a seed, a state, None);
-    # each returns its value (or None) and the answer
-    def reset(self, epoch: int, items: Sequence[ResetRequest]) -> Tuple[None, Answer]:
-        return None, self._answer(self._check(epoch).reset(items), [i for i, _ in items])
-
-    def render(self, epoch: int, items: Sequence[Tuple[int, None]]
-               ) -> Tuple[List[Optional[np.ndarray]], Answer]:
-        screens, replies = self._check(epoch).render(np.array([i for i, _ in items]))
-        return screens, self._answer(replies)
-
-    def clone(self, epoch: int, items: Sequence[Tuple[int, None]]
-              ) -> Tuple[List[Optional[GameState]], Answer]:
-        states, replies = self._check(epoch).clone(np.array([i for i, _ in items]))
-        return states, self._answer(replies)
-
-    def restore(self, epoch: int, items: Sequence[Tuple[int, GameState]]) -> Tuple[None, Answer]:
-        """Put back game states; the restored envs' rows (their observations) come back."""
-        return None, self._answer(self._check(epoch).restore(items), [i for i, _ in items])
+    def command(self, epoch: int, method: str, items: Sequence[Tuple[int, Any]]
+                ) -> Tuple[Optional[list], Answer]:
+        """The pool's ``method`` (reset, render, clone or restore) on ``items``, ``(env,
+        payload)`` pairs (a seed, a state, None): its values (None for reset and restore) and
+        the answer, with the rows of the envs reset or restored (their observations)."""
+        pool = self._check(epoch)
+        if method in ("reset", "restore"):
+            return None, self._answer(getattr(pool, method)(items), [i for i, _ in items])
+        values, replies = getattr(pool, method)(np.array([i for i, _ in items], np.int64))
+        return values, self._answer(replies)
 
     def rollout(self, epoch: int, policy: Any, num_steps: int, ended: np.ndarray,
                 restarted: np.ndarray) -> Tuple[Rollout, Tuple[np.ndarray, np.ndarray],

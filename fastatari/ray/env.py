@@ -12,7 +12,7 @@ from fastatari.vector.contract import one_caller
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.executor import check_command
 from fastatari.vector.plan import plan_vec
-from fastatari.vector.rollout import Rollout, concat
+from fastatari.vector.rollout import Rollout, join
 
 __all__ = ["DEFAULT_ACTOR_TIMEOUT", "RayAtariVectorEnv", "Rollout", "make_vec"]
 
@@ -112,17 +112,13 @@ class RayAtariVectorEnv(AtariVectorEnv):
             parts.append(steps)
         if raised is not None:
             raise raised
-        obs, actions, rewards, terminated, truncated = (
-            np.concatenate([part[c] for part in parts], axis=1) for c in range(5))
-        next_obs = np.concatenate([part[5] for part in parts])
-        info = concat([(part[6], len(block))
-                       for part, block in zip(parts, self.blocks, strict=True)], axis=1)
-        # each actor numbers only its own games
+        joined = join(parts, [len(block) for block in self.blocks])
+        info = joined.info  # each actor numbers only its own games
         info.pop("game_index", None), info.pop("_game_index", None)
         if self.plan.lineup.multi:
-            info["game_index"] = np.broadcast_to(self._game_index, actions.shape).copy()
-            info["_game_index"] = np.ones(actions.shape, bool)
-        return Rollout(obs, actions, rewards, terminated, truncated, next_obs, info)
+            info["game_index"] = np.broadcast_to(self._game_index, joined.actions.shape).copy()
+            info["_game_index"] = np.ones(joined.actions.shape, bool)
+        return joined
 
     def _submit_rollout(self, k: int, policy_ref: Any, num_steps: int) -> Any:
         block = self.blocks[k]

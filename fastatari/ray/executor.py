@@ -1,22 +1,16 @@
 """The Ray executor: the envs in contiguous blocks, one per actor, each actor a local executor
-on its node (:class:`~fastatari.ray.actor.EnvActor`).
+on its node (:class:`~fastatari.ray.actor.EnvActor`). The driver keeps a copy of every result
+column (:attr:`RayExecutor.buffers`, the local executor's layout), written from each answer.
 
-The driver keeps a copy of every result column (:attr:`RayExecutor.buffers`, the same layout
-as the local executor's shared memory): each call's answer brings the rows it wrote, so the
-vector env above reads its results exactly as it reads the local workers'.
-
-Faults. Actors are created with Ray's ``max_restarts=-1`` and ``max_task_retries=0``: Ray
-recreates a dead actor (soft node affinity lets it land on another node when its own is gone)
-but never re-runs a call on the new one behind the driver's back. A call lost with its actor
-(``ActorDiedError``, ``ActorUnavailableError``, its result lost with the node) makes the driver
-*recover* the actor: a new epoch, and every env of its block reset by the executors' rule
-(:class:`~fastatari.vector.executor.SeedBook`), its last results kept as the ended episode's
-last step, reported as RESTARTED like a dead local worker. The restart policy is the local
-one, per actor (:class:`~fastatari.vector.executor.RestartPolicy`).
+Faults: actors run with ``max_restarts=-1`` and ``max_task_retries=0`` (Ray recreates a dead
+actor, never re-runs a call on it). A call lost with its actor makes the driver *recover* it: a
+new epoch, its envs reset by :class:`~fastatari.vector.executor.SeedBook`'s rule and reported
+RESTARTED, as a dead local worker's, under the local restart policy.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -370,8 +364,8 @@ class RayExecutor(Executor):
         for k, rows in self._by_actor(ids):
             rows = np.flatnonzero(rows).tolist()
             start = int(self._starts[k])
-            value, seen = self.call(k, method, [(items[j][0] - start, items[j][1])
-                                                for j in rows])
+            value, seen = self.call(k, "command", method,
+                                    [(items[j][0] - start, items[j][1]) for j in rows])
             replies += seen
             if value is None:  # the actor raised: no values, no rows
                 continue
@@ -416,14 +410,10 @@ class RayExecutor(Executor):
         self._finalizer()
 
 
-_ACTOR_CLASS: List[Any] = []
-
-
+@functools.cache
 def _actor_class() -> Any:
     """:class:`EnvActor` as a Ray actor class (made once, on first use)."""
-    if not _ACTOR_CLASS:
-        _ACTOR_CLASS.append(ray.remote(EnvActor))
-    return _ACTOR_CLASS[0]
+    return ray.remote(EnvActor)
 
 
 def _nodes(actor_options: Dict[str, Any]) -> List[str]:

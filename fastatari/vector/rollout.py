@@ -11,7 +11,7 @@ import numpy as np
 if TYPE_CHECKING:
     from fastatari.vector.env import AtariVectorEnv
 
-__all__ = ["Rollout", "concat", "run", "stack", "take"]
+__all__ = ["Rollout", "concat", "join", "run", "stack", "take"]
 
 
 class Rollout(NamedTuple):
@@ -52,6 +52,17 @@ def run(env: "AtariVectorEnv", policy: Callable[[np.ndarray], Any], num_steps: i
         actions[t] = action  # as step() checked and converted them, once
         infos.append(info)
     return Rollout(obs, actions, rewards, terminated, truncated, current.copy(), stack(infos))
+
+
+def join(parts: Sequence[Rollout], sizes: Sequence[int]) -> Rollout:
+    """Rollouts of consecutive blocks of envs (``sizes[k]`` envs in ``parts[k]``) as one."""
+    def joined(column: int) -> np.ndarray:
+        return np.concatenate([part[column] for part in parts], axis=1)
+
+    return Rollout(joined(0), joined(1), joined(2), joined(3), joined(4),
+                   np.concatenate([part.next_obs for part in parts]),
+                   concat([(part.info, size) for part, size in zip(parts, sizes, strict=True)],
+                          axis=1))
 
 
 def take(info: Dict[str, Any], rows: Any) -> Dict[str, Any]:
