@@ -114,3 +114,35 @@ def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd)
     if not 0 <= i < tickets.shape[0]:
         raise IndexError(f"env {i} out of range for {tickets.shape[0]} tickets")
     fa_complete(_control(control), &tickets[i], evfd)
+
+
+def run_and_wait(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, ops,
+                 int64_t completed, int epfd, int evfd, double spin, timeout):
+    """The synchronous step's round trip: start every env (``ops`` None: all step) or those
+    whose ``ops`` entry is not 0 (that op), then :func:`wait_done` until all of them are counted
+    past ``completed``. Returns the wait's answer and how many envs were started."""
+    cdef Py_ssize_t i, n = op.shape[0]
+    cdef int64_t started = 0
+    cdef uint8_t[::1] chosen
+    cdef fa_control *c = _control(control)
+    if tickets.shape[0] != n:
+        raise ValueError(f"tickets has {tickets.shape[0]} envs, op has {n}")
+    if ops is None:
+        tickets[:] = -1
+        fa_release_fence()  # the actions and tickets before the ops that name them
+        op[:] = 1  # messages.Op.STEP
+        started = n
+    else:
+        chosen = ops
+        if chosen.shape[0] != n:
+            raise ValueError(f"ops has {chosen.shape[0]} envs, op has {n}")
+        for i in range(n):
+            if chosen[i]:
+                tickets[i] = -1
+        fa_release_fence()
+        for i in range(n):
+            if chosen[i]:
+                op[i] = chosen[i]
+                started += 1
+    fa_publish(c)
+    return wait_done(control, completed + started, epfd, evfd, spin, timeout), started

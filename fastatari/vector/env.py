@@ -258,14 +258,9 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                                            Dict[str, Any]]:
         executor, fast = self.executor, self._sync
         if fast is not None and (common := fast.write_actions(actions)) != _step.NOT_COMMON:
-            # the common step, compiled on each side of the wait
-            if common == _step.ALL_STEP:
-                executor.run_all()
-            else:  # autoresets after ended episodes
-                executor.run(fast.ops, self._all_ids)
-            replies = executor.collect()
-            if len(replies) == 1 and replies[0].kind is ReplyKind.DONE \
-                    and not executor.busy():  # no fault: one DONE for all
+            # the common step, compiled on each side of the wait (and, locally, the wait)
+            replies = executor.run_and_collect(None if common == _step.ALL_STEP else fast.ops)
+            if len(replies) == 1 and replies[0].kind is ReplyKind.DONE:  # no fault
                 results = fast.results()
                 # None: a final observation (same-step autoreset), which the general path gives
                 return self._results(slice(None)) if results is None else results
@@ -274,10 +269,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             self._check_not_ended(self._all_ids)
             self._buf.action[:] = actions
             if self.book.all_plain():
-                executor.run_all()  # every env steps
+                replies = executor.run_and_collect(None)  # every env steps
             else:
                 self._dispatch(self._all_ids)
-            replies = executor.collect()
+                replies = executor.collect()
         while executor.busy():  # a fault answered early: the others are still running
             replies += executor.collect()
         # the envs' phases matter only between send() and recv(): a step only applies faults

@@ -108,6 +108,18 @@ class Executor(abc.ABC):
         """Wait until ``at_least`` envs in flight (None: all) are answered; it may return
         early with what a fault brought (a restart): call again while :meth:`busy`."""
 
+    def run_and_collect(self, ops: Optional[np.ndarray]) -> List[Reply]:
+        """The synchronous step's round trip: :meth:`run_all` (``ops`` None) or :meth:`run` of
+        every env whose ``ops`` entry is not IDLE, then collect until nothing is owed."""
+        if ops is None:
+            self.run_all()
+        else:
+            self.run(ops, np.flatnonzero(ops))
+        replies = self.collect()
+        while self.busy():
+            replies += self.collect()
+        return replies
+
     @abc.abstractmethod
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         """Reset envs, seeds recorded in :attr:`seeds`; an env whose worker dies meanwhile is

@@ -150,6 +150,7 @@ class WorkerPool(Executor):
         for k, block in enumerate(self.blocks):
             self._owner[block] = k
         self._in_flight = np.zeros(plan.num_envs, bool)  # sent, not collected (nor dropped)
+        self._every = np.arange(plan.num_envs)
         self._collected = 0  # completions taken by collect(): the count it waits past
         self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
 
@@ -222,12 +223,43 @@ class WorkerPool(Executor):
         speaks (a death, an error), or the deadline passes (the workers that still owe a result
         hung: replaced). The done envs come first; with ``at_least``, in the order they
         finished."""
-        replies: List[Reply] = []
         in_flight = int(np.count_nonzero(self._in_flight))
         want = in_flight if at_least is None else min(at_least, in_flight)
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
         try:
-            found = self._wait_done(self._collected + want, deadline)
+            found = self._wait_done(self._collected + want, _deadline(self.timeout))
+        except BaseException:
+            self.close()
+            raise
+        return self._after_wait(found, at_least)
+
+    def run_and_collect(self, ops: Optional[np.ndarray]) -> List[Reply]:
+        """The synchronous step's round trip, one compiled call when nothing goes wrong: run
+        every env (``ops`` None: all step; else ``ops[i]`` where not IDLE) and wait for all."""
+        if PORTABLE_WAITS or self.busy():
+            return super().run_and_collect(ops)
+        try:
+            found, started = _wait.run_and_wait(
+                self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
+                self._collected, self._epfd, self._res.wake_fd, SPIN_SECONDS, self.timeout)
+        except BaseException:
+            self.close()
+            raise
+        if found == _wait.DONE:
+            self._collected += started
+            return [Reply(ReplyKind.DONE, envs=self._every, source="workers")
+                    if ops is None else
+                    Reply(ReplyKind.DONE, envs=np.flatnonzero(ops), source="workers")]
+        self._in_flight[:] = True if ops is None else ops != Op.IDLE
+        replies = self._after_wait(found, None)
+        while self.busy():
+            replies += self.collect()
+        return replies
+
+    def _after_wait(self, found: int, at_least: Optional[int]) -> List[Reply]:
+        """The replies after a wait that answered ``found``: the done envs, then the workers
+        replaced (their pipe spoke, or they hung)."""
+        replies: List[Reply] = []
+        try:
             if found == _wait.EVENT:
                 replies = self._pipe_events()
             elif found == _wait.TIMEOUT:
@@ -441,6 +473,10 @@ class WorkerPool(Executor):
         self._pipe_replies([k], expect=ReplyKind.READY)
         return Reply(ReplyKind.RESTARTED, payload=error, envs=lost, restarted=block,
                      source=self._names[k])
+
+
+def _deadline(timeout: Optional[float]) -> Optional[float]:
+    return None if timeout is None else time.monotonic() + timeout
 
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:

@@ -216,14 +216,14 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
             make_vec("breakout", 2, num_workers=2, **KW) as twin:
         envs.reset(seed=1)
         twin.reset(seed=1)
-        collect = envs.executor.collect
+        round_trip = envs.executor.run_and_collect
 
-        def held_collect(*args):  # the first caller pauses inside its step
+        def held_round_trip(*args):  # the first caller pauses inside its step
             inside.set()
             release.wait(30)
-            return collect(*args)
+            return round_trip(*args)
 
-        envs.executor.collect = held_collect
+        envs.executor.run_and_collect = held_round_trip
         got = {}
         first = threading.Thread(target=lambda: got.update(step=envs.step(np.ones(2, int))))
         first.start()
@@ -235,7 +235,7 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
                 call()
         release.set()
         first.join(30)
-        envs.executor.collect = collect
+        envs.executor.run_and_collect = round_trip
         assert not envs.closed
         want = twin.step(np.ones(2, int))
         for a, b in zip(got["step"][:4], want[:4], strict=True):
