@@ -45,6 +45,13 @@ extensions = [
         **common,
     ),
     Extension(
+        "fastatari.replay._frames",
+        sources=["fastatari/replay/_frames.pyx", "fastatari/replay/csrc/fa_replay.c"],
+        depends=["fastatari/replay/csrc/fa_replay.h", "fastatari/replay/fa_replay.pxd"],
+        include_dirs=["fastatari/replay/csrc", np.get_include()],
+        **common,
+    ),
+    Extension(
         "fastatari.vector._step",
         sources=["fastatari/vector/_step.pyx"],
         include_dirs=[np.get_include()],

@@ -1,0 +1,319 @@
+"""Observation stacks with each distinct frame stored once (:class:`FrameStore`).
+
+Every transition keeps the serial numbers of its stacks' frames (``-1``: the zero frame of
+padding, never stored). A new stack is matched frame by frame against what its stream stored
+last, byte for byte: an observation that is the previous next observation reuses its frames,
+a next observation that shifts the observation by some frames reuses those, a frame that
+repeats the one before it (reset padding) or is all zeros is not stored again. Only what
+matches nothing is stored, so a sampled stack is always the stack that was added, whatever
+made it. Frames live in chunks, in serial order; a chunk goes back to the spares once every
+transition that refers to it is overwritten, so memory follows the frames alive.
+"""
+
+from libc.stdint cimport int64_t, uint8_t, uintptr_t
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stack_build,
+                                         fa_stack_shape)
+
+cdef enum:
+    _CHUNK = 1024
+
+#: Frames per chunk of storage.
+CHUNK = _CHUNK
+#: Spare chunks kept for reuse (the rest are freed).
+SPARES = 2
+
+
+cdef class FrameStore:
+    """``capacity`` slots of one ``(obs, next_obs)`` pair of stacks for each of ``n_envs``
+    streams, written in ring order; stacks of shape ``obs_shape`` (uint8) hold ``stack``
+    frames along ``axis``."""
+
+    cdef readonly int64_t capacity, n_envs, stack, pos, next_serial
+    cdef readonly bint full
+    cdef readonly tuple obs_shape
+    cdef readonly int axis
+    cdef fa_stack_shape shape
+    cdef int64_t frame_bytes, stack_bytes, table_size
+    cdef int64_t[:, :, :, ::1] refs
+    cdef int64_t[:, ::1] last
+    cdef uint8_t[::1] has_last
+    cdef uintptr_t[::1] table
+    cdef object refs_array, last_array, has_last_array, table_array
+    cdef dict chunks
+    cdef list spares
+
+    def __init__(self, int64_t capacity, int64_t n_envs, obs_shape, int64_t stack, int axis):
+        obs_shape = tuple(int(d) for d in obs_shape)
+        if capacity < 1 or n_envs < 1:
+            raise ValueError(f"capacity and n_envs must be >= 1, got {capacity}, {n_envs}")
+        if not obs_shape or not -len(obs_shape) <= axis < len(obs_shape):
+            raise ValueError(f"axis {axis} is not an axis of the shape {obs_shape}")
+        if axis < 0:  # (cdivision: C's % keeps the sign)
+            axis += len(obs_shape)
+        if stack < 1 or obs_shape[axis] % stack:
+            raise ValueError(f"a stack of {stack} frames does not divide the {obs_shape[axis]} "
+                             f"entries of axis {axis} of the shape {obs_shape}")
+        self.capacity, self.n_envs, self.stack = capacity, n_envs, stack
+        self.obs_shape, self.axis = obs_shape, axis
+        self.shape.outer = int(np.prod(obs_shape[:axis], dtype=np.int64))
+        self.shape.k = stack
+        self.shape.inner = (obs_shape[axis] // stack) * int(np.prod(obs_shape[axis + 1:],
+                                                                     dtype=np.int64))
+        self.frame_bytes = self.shape.outer * self.shape.inner
+        self.stack_bytes = self.frame_bytes * stack
+        self.refs_array = np.full((capacity, n_envs, 2, stack), -1, np.int64)
+        self.refs = self.refs_array
+        self.last_array = np.full((n_envs, stack), -1, np.int64)
+        self.last = self.last_array
+        self.has_last_array = np.zeros(n_envs, np.uint8)
+        self.has_last = self.has_last_array
+        self.chunks, self.spares = {}, []
+        self._new_table(4)
+        self.pos, self.full, self.next_serial = 0, False, 0
+
+    # -- frames --------------------------------------------------------------------------------
+    cdef inline const uint8_t *frame(self, int64_t serial) noexcept nogil:
+        if serial < 0:
+            return NULL
+        return (<const uint8_t *>self.table[(serial // _CHUNK) % self.table_size]
+                + (serial % _CHUNK) * self.frame_bytes)
+
+    cdef _new_table(self, int64_t size):
+        self.table_size = size
+        self.table_array = np.zeros(size, np.uintp)
+        self.table = self.table_array
+        for number, chunk in self.chunks.items():
+            self.table[number % size] = chunk.ctypes.data
+
+    cdef _add_chunk(self, int64_t number):
+        chunk = self.spares.pop() if self.spares else np.empty((CHUNK, self.frame_bytes),
+                                                               np.uint8)
+        self.chunks[number] = chunk
+        if number - min(self.chunks) >= self.table_size:
+            self._new_table(2 * self.table_size)
+        else:
+            self.table[number % self.table_size] = chunk.ctypes.data
+
+    cdef int64_t _store(self, const uint8_t *stack, int64_t j) except -1:
+        """Frame ``j`` of ``stack`` as a new frame; its serial."""
+        cdef int64_t serial = self.next_serial
+        if serial % CHUNK == 0:
+            self._add_chunk(serial // CHUNK)
+        fa_frame_store(stack, self.shape, j, <uint8_t *>self.frame(serial))
+        self.next_serial += 1
+        return serial
+
+    cdef inline bint _same(self, const uint8_t *stack, int64_t j, int64_t serial):
+        return fa_frame_equal(stack, self.shape, j, self.frame(serial))
+
+    cpdef int64_t oldest_needed(self, bint next_put=False):
+        """The oldest frame a transition refers to (the next serial when none); with
+        ``next_put``, leaving out the transition the next :meth:`put` overwrites."""
+        cdef int64_t lowest = self.next_serial, slot = -1, e, w, j, serial
+        if self.full and not (next_put and self.capacity == 1):
+            slot = (self.pos + 1) % self.capacity if next_put else self.pos
+        elif not self.full and self.pos > 0:
+            slot = 0  # frames only grow along the ring: the oldest slot holds the oldest
+        for e in range(self.n_envs):
+            for j in range(self.stack):
+                if self.has_last[e] and 0 <= self.last[e, j] < lowest:
+                    lowest = self.last[e, j]
+                for w in range(2):
+                    serial = self.refs[slot, e, w, j] if slot >= 0 else -1
+                    if 0 <= serial < lowest:
+                        lowest = serial
+        return lowest
+
+    cdef _release(self):
+        """Chunks no transition refers to any more go back to the spares."""
+        cdef int64_t below = self.oldest_needed(True) // CHUNK
+        for number in [n for n in self.chunks if n < below]:
+            chunk = self.chunks.pop(number)
+            if len(self.spares) < SPARES:
+                self.spares.append(chunk)
+
+    # -- writing -------------------------------------------------------------------------------
+    def put(self, obs, next_obs):
+        """Write one ``(obs, next_obs)`` pair per stream (arrays ``(n_envs, *obs_shape)``
+        uint8) at :attr:`pos`, then advance it."""
+        cdef const uint8_t[:, ::1] o = self._stacks(obs, "obs")
+        cdef const uint8_t[:, ::1] n = self._stacks(next_obs, "next_obs")
+        cdef int64_t e
+        self._release()
+        for e in range(self.n_envs):
+            self._put_one(e, &o[e, 0], &n[e, 0])
+        self.pos += 1
+        if self.pos == self.capacity:
+            self.pos, self.full = 0, True
+
+    def _stacks(self, array, str name):
+        expected = (self.n_envs,) + self.obs_shape
+        if not isinstance(array, np.ndarray) or array.dtype != np.uint8:
+            raise TypeError(f"{name} must be a uint8 array of shape {expected}, got "
+                            f"{type(array).__name__} {getattr(array, 'dtype', '')}")
+        if array.shape != expected:
+            raise ValueError(f"{name} must have the shape {expected}, got {array.shape}")
+        return np.ascontiguousarray(array).reshape(self.n_envs, self.stack_bytes)
+
+    cdef _put_one(self, int64_t e, const uint8_t *obs, const uint8_t *nxt):
+        cdef int64_t k = self.stack, j, shift = 0
+        cdef int64_t[::1] o = self.refs[self.pos, e, 0], n = self.refs[self.pos, e, 1]
+        for j in range(k):  # the observation: the last next observation, padding, repeats
+            if self.has_last[e] and self._same(obs, j, self.last[e, j]):
+                o[j] = self.last[e, j]
+            elif self._same(obs, j, -1):
+                o[j] = -1
+            elif j > 0 and self._same(obs, j, o[j - 1]):
+                o[j] = o[j - 1]
+            else:
+                o[j] = self._store(obs, j)
+        for j in range(1, k):  # how far the next observation shifts the observation
+            if self._same(nxt, 0, o[j]):
+                shift = j
+                break
+        for j in range(k):
+            if shift and j + shift < k and (j == 0 or self._same(nxt, j, o[j + shift])):
+                n[j] = o[j + shift]
+            elif self._same(nxt, j, -1):
+                n[j] = -1
+            elif j > 0 and self._same(nxt, j, n[j - 1]):
+                n[j] = n[j - 1]
+            else:
+                n[j] = self._store(nxt, j)
+        self.last[e, :] = n
+        self.has_last[e] = 1
+
+    def reset(self):
+        """Forget every transition (the memory stays allocated)."""
+        self.refs_array.fill(-1)
+        self.has_last_array.fill(0)
+        for number in list(self.chunks):
+            chunk = self.chunks.pop(number)
+            if len(self.spares) < SPARES:
+                self.spares.append(chunk)
+        self.pos, self.full = 0, False
+
+    # -- reading -------------------------------------------------------------------------------
+    @property
+    def size(self):
+        """Slots written (per stream)."""
+        return self.capacity if self.full else self.pos
+
+    def gather(self, slots, envs, out_obs=None, out_next=None):
+        """The stacks of transitions ``(slots[b], envs[b])``, written into ``out_obs`` and
+        ``out_next`` (new arrays when None); returns both."""
+        slots = np.asarray(slots)
+        envs = np.asarray(envs)
+        if slots.dtype.kind not in "iu" or envs.dtype.kind not in "iu":
+            raise TypeError("slots and envs must be integer arrays")
+        if slots.ndim != 1 or envs.shape != slots.shape:
+            raise ValueError(f"slots and envs must be 1-D of one length, got {slots.shape} "
+                             f"and {envs.shape}")
+        size = self.size
+        if slots.size and (slots.min() < 0 or slots.max() >= size):
+            raise IndexError(f"slots must be in [0, {size}): {size} are written")
+        if envs.size and (envs.min() < 0 or envs.max() >= self.n_envs):
+            raise IndexError(f"envs must be in [0, {self.n_envs})")
+        batch = (slots.size,) + self.obs_shape
+        out_obs = self._out(out_obs, batch, "out_obs")
+        out_next = self._out(out_next, batch, "out_next")
+        cdef int64_t[::1] s = slots.astype(np.int64, copy=False)
+        cdef int64_t[::1] v = envs.astype(np.int64, copy=False)
+        cdef uint8_t[:, ::1] a = out_obs.reshape(slots.size, self.stack_bytes)
+        cdef uint8_t[:, ::1] b = out_next.reshape(slots.size, self.stack_bytes)
+        cdef const uint8_t **frames = <const uint8_t **>malloc(self.stack * sizeof(void *))
+        if frames == NULL:
+            raise MemoryError()
+        cdef Py_ssize_t i
+        cdef int64_t j
+        try:
+            with nogil:
+                for i in range(s.shape[0]):
+                    for j in range(self.stack):
+                        frames[j] = self.frame(self.refs[s[i], v[i], 0, j])
+                    fa_stack_build(&a[i, 0], self.shape, frames)
+                    for j in range(self.stack):
+                        frames[j] = self.frame(self.refs[s[i], v[i], 1, j])
+                    fa_stack_build(&b[i, 0], self.shape, frames)
+        finally:
+            free(frames)
+        return out_obs, out_next
+
+    def _out(self, out, shape, str name):
+        if out is None:
+            return np.empty(shape, np.uint8)
+        if (not isinstance(out, np.ndarray) or out.dtype != np.uint8 or out.shape != shape
+                or not out.flags.c_contiguous or not out.flags.writeable):
+            raise ValueError(f"{name} must be a writable C-contiguous uint8 array of shape "
+                             f"{shape}")
+        return out
+
+    # -- accounting and persistence ------------------------------------------------------------
+    @property
+    def frames_stored(self):
+        """Frames kept for the transitions alive (chunks hold up to :data:`CHUNK` each)."""
+        return self.next_serial - self.oldest_needed()
+
+    @property
+    def nbytes(self):
+        """Bytes allocated: frames (live chunks and spares), frame references, bookkeeping."""
+        chunks = (len(self.chunks) + len(self.spares)) * CHUNK * self.frame_bytes
+        return chunks + self.refs_array.nbytes + self.last_array.nbytes
+
+    def state_dict(self):
+        """Everything needed to rebuild this store exactly: arrays and numbers."""
+        first = self.oldest_needed()
+        frames = np.empty((self.next_serial - first, self.frame_bytes), np.uint8)
+        for number, chunk in self.chunks.items():
+            lo, hi = max(first, number * CHUNK), min(self.next_serial, (number + 1) * CHUNK)
+            if lo < hi:
+                frames[lo - first:hi - first] = chunk[lo - number * CHUNK:hi - number * CHUNK]
+        return {"refs": self.refs_array.copy(), "last": self.last_array.copy(),
+                "has_last": self.has_last_array.astype(bool), "pos": int(self.pos),
+                "full": bool(self.full), "first_serial": int(first), "frames": frames}
+
+    def load_state_dict(self, state):
+        """Take :meth:`state_dict`'s contents (of a store of the same shape), checked whole
+        before anything changes."""
+        refs = np.asarray(state["refs"])
+        last = np.asarray(state["last"])
+        has_last = np.asarray(state["has_last"])
+        frames = np.asarray(state["frames"])
+        pos, full, first = int(state["pos"]), bool(state["full"]), int(state["first_serial"])
+        end = first + len(frames)
+        if refs.shape != self.refs_array.shape or last.shape != self.last_array.shape \
+                or has_last.shape != (self.n_envs,) \
+                or frames.shape[1:] != (self.frame_bytes,) or frames.dtype != np.uint8:
+            raise ValueError("the state is of a store of another shape")
+        if not 0 <= pos < self.capacity or first < 0 or (full and pos >= self.capacity):
+            raise ValueError(f"pos {pos} or first_serial {first} out of range")
+        written = refs if full else refs[:pos]
+        for name, used in (("refs", written), ("last", last[has_last.astype(bool)])):
+            live = used[used >= 0]
+            if ((used < -1).any() or (live.size and (live.min() < first or live.max() >= end))):
+                raise ValueError(f"{name} refer to frames the state does not hold")
+        self.reset()
+        self.chunks, self.spares = {}, []
+        self.refs_array[...] = refs
+        self.last_array[...] = last
+        self.has_last_array[...] = has_last.astype(np.uint8)
+        self.pos, self.full, self.next_serial = pos, full, end
+        for number in range(first // CHUNK, (end - 1) // CHUNK + 1 if end > first else 0):
+            self._add_chunk(number)
+            lo, hi = max(first, number * CHUNK), min(end, (number + 1) * CHUNK)
+            self.chunks[number][lo - number * CHUNK:hi - number * CHUNK] = \
+                frames[lo - first:hi - first]
+
+    def __reduce__(self):  # pickling (SB3's save_replay_buffer pickles the whole buffer)
+        return (_rebuilt, (self.capacity, self.n_envs, self.obs_shape, self.stack, self.axis,
+                           self.state_dict()))
+
+
+def _rebuilt(capacity, n_envs, obs_shape, stack, axis, state):
+    store = FrameStore(capacity, n_envs, obs_shape, stack, axis)
+    store.load_state_dict(state)
+    return store

@@ -1,0 +1,61 @@
+#include "fa_replay.h"
+
+#include <string.h>
+
+static int all_zero(const uint8_t *p, int64_t n)
+{
+    /* n bytes of zeros: the first byte is 0 and the rest equals the bytes before it */
+    return n == 0 || (p[0] == 0 && (n == 1 || memcmp(p, p + 1, (size_t)(n - 1)) == 0));
+}
+
+int fa_frame_equal(const uint8_t *stack, fa_stack_shape s, int64_t j, const uint8_t *frame)
+{
+    const uint8_t *run = stack + j * s.inner;
+    int64_t o;
+    if (s.outer == 1)
+        return frame ? memcmp(run, frame, (size_t)s.inner) == 0 : all_zero(run, s.inner);
+    for (o = 0; o < s.outer; o++, run += s.k * s.inner) {
+        if (frame ? memcmp(run, frame + o * s.inner, (size_t)s.inner) != 0
+                  : !all_zero(run, s.inner))
+            return 0;
+    }
+    return 1;
+}
+
+void fa_frame_store(const uint8_t *stack, fa_stack_shape s, int64_t j, uint8_t *frame)
+{
+    const uint8_t *run = stack + j * s.inner;
+    int64_t o;
+    if (s.inner == 1) { /* channels last, one channel a frame: a strided gather */
+        for (o = 0; o < s.outer; o++)
+            frame[o] = run[o * s.k];
+        return;
+    }
+    for (o = 0; o < s.outer; o++, run += s.k * s.inner)
+        memcpy(frame + o * s.inner, run, (size_t)s.inner);
+}
+
+void fa_stack_build(uint8_t *stack, fa_stack_shape s, const uint8_t *const *frames)
+{
+    int64_t j, o;
+    if (s.outer == 1) { /* channels first: one copy per frame */
+        for (j = 0; j < s.k; j++) {
+            if (frames[j])
+                memcpy(stack + j * s.inner, frames[j], (size_t)s.inner);
+            else
+                memset(stack + j * s.inner, 0, (size_t)s.inner);
+        }
+        return;
+    }
+    for (o = 0; o < s.outer; o++) {
+        uint8_t *run = stack + o * s.k * s.inner;
+        for (j = 0; j < s.k; j++, run += s.inner) {
+            if (!frames[j])
+                memset(run, 0, (size_t)s.inner);
+            else if (s.inner == 1)
+                *run = frames[j][o];
+            else
+                memcpy(run, frames[j] + o * s.inner, (size_t)s.inner);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+# C declarations of csrc/fa_replay.h (the replay memory's frames): cimported by _frames.pyx.
+from libc.stdint cimport int64_t, uint8_t
+
+cdef extern from "fa_replay.h" nogil:
+    ctypedef struct fa_stack_shape:
+        int64_t outer
+        int64_t k
+        int64_t inner
+
+    int fa_frame_equal(const uint8_t *stack, fa_stack_shape s, int64_t j, const uint8_t *frame)
+    void fa_frame_store(const uint8_t *stack, fa_stack_shape s, int64_t j, uint8_t *frame)
+    void fa_stack_build(uint8_t *stack, fa_stack_shape s, const uint8_t *const *frames)

@@ -1,0 +1,111 @@
+"""Stable-Baselines3's ``ReplayBuffer``, storing each frame once: a drop-in for
+``DQN(..., replay_buffer_class=fastatari.replay.ReplayBuffer)`` and for CleanRL's
+``from stable_baselines3.common.buffers import ReplayBuffer``."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common import buffers
+from stable_baselines3.common.type_aliases import ReplayBufferSamples
+from stable_baselines3.common.vec_env import VecNormalize
+
+from fastatari.replay._frames import FrameStore
+from fastatari.replay.layout import stack_layout
+
+__all__ = ["ReplayBuffer"]
+
+
+class ReplayBuffer(buffers.ReplayBuffer):
+    """SB3's ``ReplayBuffer`` with its observations in a :class:`FrameStore`.
+
+    The constructor, ``add``, ``sample``, ``size``, ``reset`` and the public arrays
+    (``actions``, ``rewards``, ``dones``, ``timeouts``, ``pos``, ``full``) are SB3's; with the
+    same ``np.random`` seed the samples equal SB3's byte for byte. Differences:
+
+    - memory: each distinct frame once, about a quarter of ``optimize_memory_usage=True``'s;
+      there is no ``observations`` array;
+    - ``optimize_memory_usage=True`` keeps SB3's index rule (the slot at ``pos`` is never
+      drawn) but may be combined with ``handle_timeout_termination=True``, and the next
+      observation of an episode's last transition is its true last one, where SB3 returns the
+      next episode's first (every loss masks it with ``dones``);
+    - observations must be uint8 image stacks (``frame_stack``, ``stack_axis``:
+      :func:`~fastatari.replay.layout.stack_layout`; pass them as ``replay_buffer_kwargs``).
+    """
+
+    def __init__(self, buffer_size: int, observation_space: spaces.Space,
+                 action_space: spaces.Space, device: Union[th.device, str] = "auto",
+                 n_envs: int = 1, optimize_memory_usage: bool = False,
+                 handle_timeout_termination: bool = True, frame_stack: Optional[int] = None,
+                 stack_axis: Optional[int] = None) -> None:
+        if not isinstance(observation_space, spaces.Box) or observation_space.dtype != np.uint8:
+            raise TypeError(f"fastatari.replay.ReplayBuffer stores uint8 image stacks, got "
+                            f"{observation_space}: use stable_baselines3's ReplayBuffer")
+        stack, axis = stack_layout(observation_space.shape, frame_stack, stack_axis)
+        # SB3's base only: its ReplayBuffer.__init__ would allocate the observation arrays
+        buffers.BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device,
+                                    n_envs=n_envs)
+        self.buffer_size = max(buffer_size // n_envs, 1)
+        self.optimize_memory_usage = optimize_memory_usage
+        self.handle_timeout_termination = handle_timeout_termination
+        self.frames = FrameStore(self.buffer_size, n_envs, observation_space.shape, stack, axis)
+        shape = (self.buffer_size, self.n_envs)
+        self.actions = np.zeros((*shape, self.action_dim),
+                                dtype=self._maybe_cast_dtype(action_space.dtype))
+        self.rewards = np.zeros(shape, dtype=np.float32)
+        self.dones = np.zeros(shape, dtype=np.float32)
+        self.timeouts = np.zeros(shape, dtype=np.float32)
+
+    def add(self, obs: np.ndarray, next_obs: np.ndarray, action: np.ndarray,
+            reward: np.ndarray, done: np.ndarray, infos: List[Dict[str, Any]]) -> None:
+        """SB3's ``add``; everything is checked before anything is stored."""
+        action = np.asarray(action).reshape((self.n_envs, self.action_dim))
+        reward = np.broadcast_to(np.asarray(reward, np.float32), (self.n_envs,))
+        done = np.broadcast_to(np.asarray(done, np.float32), (self.n_envs,))
+        timeouts = None
+        if self.handle_timeout_termination:
+            timeouts = np.array([info.get("TimeLimit.truncated", False) for info in infos])
+            if timeouts.shape != (self.n_envs,):
+                raise ValueError(f"infos must hold {self.n_envs} dicts, got {len(infos)}")
+        self.frames.put(np.asarray(obs), np.asarray(next_obs))  # checks the stacks first
+        self.actions[self.pos] = action
+        self.rewards[self.pos] = reward
+        self.dones[self.pos] = done
+        if timeouts is not None:
+            self.timeouts[self.pos] = timeouts
+        self.pos += 1
+        if self.pos == self.buffer_size:
+            self.full = True
+            self.pos = 0
+
+    def sample(self, batch_size: int, env: Optional[VecNormalize] = None
+               ) -> ReplayBufferSamples:
+        """SB3's ``sample`` (its index rule in either mode)."""
+        if not self.size():
+            raise ValueError("cannot sample from an empty replay buffer")
+        if self.optimize_memory_usage and self.full and self.buffer_size == 1:
+            raise ValueError("a buffer of one slot has nothing to draw with "
+                             "optimize_memory_usage=True (SB3 never draws the slot at pos)")
+        return super().sample(batch_size, env)
+
+    def _get_samples(self, batch_inds: np.ndarray, env: Optional[VecNormalize] = None
+                     ) -> ReplayBufferSamples:
+        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        obs, next_obs = self.frames.gather(batch_inds, env_indices)
+        data = (
+            self._normalize_obs(obs, env),
+            self.actions[batch_inds, env_indices, :],
+            self._normalize_obs(next_obs, env),
+            (self.dones[batch_inds, env_indices]
+             * (1 - self.timeouts[batch_inds, env_indices])).reshape(-1, 1),
+            self._normalize_reward(self.rewards[batch_inds, env_indices].reshape(-1, 1), env),
+        )
+        # every array is this call's own: shared with the tensors, not copied again
+        return ReplayBufferSamples(*(th.as_tensor(a, device=self.device) for a in data))
+
+    def reset(self) -> None:
+        super().reset()
+        self.frames.reset()

@@ -1,0 +1,34 @@
+"""Streams of observation stacks as the libraries that feed a replay memory make them."""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Tuple
+
+import numpy as np
+
+
+def frame_stacks(rng: np.random.Generator, steps: int, k: int = 4, frame: Tuple[int, ...] = (6, 5),
+                 padding: str = "zero", episode: int = 9, life_every: int = 0,
+                 garbage: float = 0.0) -> Iterator[Tuple[np.ndarray, np.ndarray, bool, bool]]:
+    """``(obs, next_obs, terminated, truncated)`` of one env, channels first ``(k, *frame)``:
+    episodes of about ``episode`` steps; a new episode's stack is zero padding
+    (``"zero"``, gymnasium's and fastatari's default) or its first frame repeated
+    (``"reset"``); ``life_every``: a lost life that keeps the stack (EnvPool's episodic life);
+    ``garbage``: the odds that a step's next stack is unrelated to the last (anything)."""
+    def first() -> List[np.ndarray]:
+        f = rng.integers(0, 4, frame, dtype=np.uint8)  # few values: repeats happen
+        pad = np.zeros(frame, np.uint8) if padding == "zero" else f
+        return [pad] * (k - 1) + [f]
+
+    frames = first()
+    t = 0
+    for _ in range(steps):
+        obs = np.stack(frames)
+        frames = frames[1:] + [rng.integers(0, 4, frame, dtype=np.uint8)]
+        if rng.random() < garbage:
+            frames = [rng.integers(0, 4, frame, dtype=np.uint8) for _ in range(k)]
+        t += 1
+        end = rng.random() < 1 / episode
+        yield obs, np.stack(frames), end and rng.random() < 0.7, end and rng.random() >= 0.7
+        if end:
+            frames, t = first(), 0

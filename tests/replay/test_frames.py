@@ -1,0 +1,158 @@
+"""FrameStore: every sampled stack is the stack that was added, whatever the stream; each
+frame stored once where stacks continue; memory follows the frames alive."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from fastatari.replay._frames import CHUNK, FrameStore
+
+from .streams import frame_stacks
+
+
+def fill(store: FrameStore, steps: int, **stream) -> list:
+    """Put ``steps`` steps of one stream per env; the pairs put, oldest first."""
+    streams = [frame_stacks(np.random.default_rng(e), steps, k=store.stack, **stream)
+               for e in range(store.n_envs)]
+    history = []
+    for _ in range(steps):
+        items = [next(s) for s in streams]
+        pair = (np.stack([i[0] for i in items]), np.stack([i[1] for i in items]))
+        store.put(*pair)
+        history.append(pair)
+    return history
+
+
+def check_all(store: FrameStore, history: list) -> None:
+    """Every slot of every env gathers back exactly what was put there."""
+    slots = np.repeat(np.arange(store.size), store.n_envs)
+    envs = np.tile(np.arange(store.n_envs), store.size)
+    obs, next_obs = store.gather(slots, envs)
+    for i, (slot, env) in enumerate(zip(slots, envs)):
+        age = (store.pos - 1 - slot) % store.capacity  # 0: the last put
+        want_obs, want_next = history[-1 - age]
+        np.testing.assert_array_equal(obs[i], want_obs[env])
+        np.testing.assert_array_equal(next_obs[i], want_next[env])
+
+
+@pytest.mark.parametrize("padding", ["zero", "reset"])
+@pytest.mark.parametrize("capacity,n_envs", [(1, 1), (7, 1), (50, 3), (400, 2)])
+def test_gathers_exactly_what_was_put_through_wraps(padding, capacity, n_envs):
+    store = FrameStore(capacity, n_envs, (4, 6, 5), 4, 0)
+    history = []
+    for _ in range(6):
+        history += fill(store, 137, padding=padding, garbage=0.05)
+        check_all(store, history)
+
+
+def test_unrelated_stacks_are_stored_whole_and_exact():
+    store = FrameStore(20, 2, (4, 6, 5), 4, 0)
+    check_all(store, fill(store, 75, garbage=1.0))
+
+
+@pytest.mark.parametrize("shape,stack,axis", [((6, 5, 4), 4, -1), ((6, 5, 12), 4, 2),
+                                              ((4, 3, 5, 3), 4, 0), ((8, 6, 5), 4, 0)])
+def test_any_layout(shape, stack, axis):
+    """Channels last (one run per pixel), colour stacks, frames of several channels: the
+    stream's channels-first stacks moved into the layout."""
+    store = FrameStore(30, 2, shape, stack, axis)
+    frame = (6, 5) if shape != (4, 3, 5, 3) else (3, 5, 3)
+    streams = [frame_stacks(np.random.default_rng(e), 100, k=4, frame=frame,
+                            garbage=0.05) for e in range(2)]
+    history = []
+
+    def layout(stack_first: np.ndarray) -> np.ndarray:
+        if shape == (6, 5, 4):
+            return np.moveaxis(stack_first, 0, -1)
+        if shape == (6, 5, 12):  # 4 RGB-like frames of 3 channels, channels last
+            return np.concatenate([np.repeat(f[..., None], 3, -1) + c for f in stack_first
+                                   for c in range(1)], axis=-1)
+        if shape == (8, 6, 5):  # 4 frames of 2 channels, channels first
+            return np.concatenate([np.stack([f, f ^ 1]) for f in stack_first])
+        return stack_first
+
+    for _ in range(100):
+        items = [next(s) for s in streams]
+        pair = (np.stack([layout(i[0]) for i in items]), np.stack([layout(i[1]) for i in items]))
+        store.put(*pair)
+        history.append(pair)
+    check_all(store, history)
+
+
+def test_continuing_stacks_store_one_frame_each():
+    """A stream of continuing stacks (no episode ends) stores one frame per transition after
+    the first stack, and zero padding is never stored."""
+    store = FrameStore(10_000, 1, (4, 6, 5), 4, 0)
+    fill(store, 500, episode=10**9)
+    assert store.frames_stored == 501  # the first frame, then one per step
+
+
+def test_memory_follows_the_frames_alive():
+    store = FrameStore(CHUNK, 2, (4, 6, 5), 4, 0)
+    fill(store, 20 * CHUNK, episode=10**9)
+    chunks_for_live = -(-store.frames_stored // CHUNK) + 1
+    assert store.frames_stored <= 2 * CHUNK + 8
+    frame_bytes = 6 * 5
+    assert store.nbytes <= (chunks_for_live + 2) * CHUNK * frame_bytes + 2 * CHUNK * 2 * 4 * 8 + 2 * 4 * 8
+
+
+def test_state_dict_and_pickle_round_trip_exactly():
+    store = FrameStore(33, 2, (4, 6, 5), 4, 0)
+    history = fill(store, 100, garbage=0.1)
+    copies = pickle.loads(pickle.dumps(store)), _loaded(store)
+    for copy in copies:
+        check_all(copy, history)
+        assert (copy.pos, copy.full, copy.frames_stored) == (store.pos, store.full,
+                                                             store.frames_stored)
+    more = fill(store, 40, garbage=0.1)
+    for copy in copies:  # and each goes on as the original does
+        fill(copy, 40, garbage=0.1)
+        check_all(copy, history + more)
+        assert copy.frames_stored == store.frames_stored
+
+
+def _loaded(store: FrameStore) -> FrameStore:
+    copy = FrameStore(33, 2, (4, 6, 5), 4, 0)
+    copy.load_state_dict(store.state_dict())
+    return copy
+
+
+def test_a_state_referring_to_missing_frames_is_refused_and_nothing_changes():
+    store = FrameStore(8, 1, (4, 6, 5), 4, 0)
+    history = fill(store, 5)
+    state = store.state_dict()
+    state["refs"] = state["refs"].copy()
+    state["refs"][0, 0, 0, 0] = store.next_serial + 5
+    with pytest.raises(ValueError, match="refer to frames"):
+        store.load_state_dict(state)
+    check_all(store, history)
+    with pytest.raises(ValueError, match="another shape"):
+        FrameStore(9, 1, (4, 6, 5), 4, 0).load_state_dict(store.state_dict())
+
+
+def test_bad_input_is_refused_before_anything_changes():
+    store = FrameStore(8, 2, (4, 6, 5), 4, 0)
+    history = fill(store, 3)
+    good = history[-1][1]
+    for obs, error in ((good.astype(np.int16), TypeError), (good[:1], ValueError),
+                       (good[..., :4], ValueError), (list(good), TypeError)):
+        with pytest.raises(error):
+            store.put(obs, good)
+        with pytest.raises(error):
+            store.put(good, obs)
+    assert store.pos == 3
+    check_all(store, history)
+    with pytest.raises(IndexError, match="written"):
+        store.gather([3], [0])
+    with pytest.raises(IndexError):
+        store.gather([0], [2])
+    with pytest.raises(ValueError, match="one length"):
+        store.gather([0, 1], [0])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        store.gather([0], [0], out_obs=np.empty((1, 4, 6, 5), np.float32))
+    for shape, stack, axis in (((4, 6, 5), 3, 0), ((4, 6, 5), 4, 3), ((4, 6, 5), 0, 0)):
+        with pytest.raises(ValueError):
+            FrameStore(8, 1, shape, stack, axis)
