@@ -70,16 +70,14 @@ class ReplayBuffer(buffers.ReplayBuffer):
             timeouts = np.array([info.get("TimeLimit.truncated", False) for info in infos])
             if timeouts.shape != (self.n_envs,):
                 raise ValueError(f"infos must hold {self.n_envs} dicts, got {len(infos)}")
+        pos: int = self.frames.pos  # SB3's pos, which the store follows
         self.frames.put(np.asarray(obs), np.asarray(next_obs))  # checks the stacks first
-        self.actions[self.pos] = action
-        self.rewards[self.pos] = reward
-        self.dones[self.pos] = done
+        self.actions[pos] = action
+        self.rewards[pos] = reward
+        self.dones[pos] = done
         if timeouts is not None:
-            self.timeouts[self.pos] = timeouts
-        self.pos += 1
-        if self.pos == self.buffer_size:
-            self.full = True
-            self.pos = 0
+            self.timeouts[pos] = timeouts
+        self.pos, self.full = self.frames.pos, self.frames.full
 
     def sample(self, batch_size: int, env: Optional[VecNormalize] = None
                ) -> ReplayBufferSamples:

@@ -21,14 +21,13 @@ def frame_stacks(rng: np.random.Generator, steps: int, k: int = 4, frame: Tuple[
         return [pad] * (k - 1) + [f]
 
     frames = first()
-    t = 0
     for _ in range(steps):
         obs = np.stack(frames)
         frames = frames[1:] + [rng.integers(0, 4, frame, dtype=np.uint8)]
         if rng.random() < garbage:
             frames = [rng.integers(0, 4, frame, dtype=np.uint8) for _ in range(k)]
-        t += 1
-        end = rng.random() < 1 / episode
-        yield obs, np.stack(frames), end and rng.random() < 0.7, end and rng.random() >= 0.7
+        end, cut = rng.random() < 1 / episode, rng.random() < 0.3  # ended: a time limit's?
+        lost_life = bool(life_every) and rng.random() < 1 / life_every  # the stack goes on
+        yield obs, np.stack(frames), (end and not cut) or lost_life, end and cut
         if end:
-            frames, t = first(), 0
+            frames = first()

@@ -31,7 +31,7 @@ def check_all(store: FrameStore, history: list) -> None:
     slots = np.repeat(np.arange(store.size), store.n_envs)
     envs = np.tile(np.arange(store.n_envs), store.size)
     obs, next_obs = store.gather(slots, envs)
-    for i, (slot, env) in enumerate(zip(slots, envs)):
+    for i, (slot, env) in enumerate(zip(slots, envs, strict=True)):
         age = (store.pos - 1 - slot) % store.capacity  # 0: the last put
         want_obs, want_next = history[-1 - age]
         np.testing.assert_array_equal(obs[i], want_obs[env])
@@ -41,10 +41,12 @@ def check_all(store: FrameStore, history: list) -> None:
 @pytest.mark.parametrize("padding", ["zero", "reset"])
 @pytest.mark.parametrize("capacity,n_envs", [(1, 1), (7, 1), (50, 3), (400, 2)])
 def test_gathers_exactly_what_was_put_through_wraps(padding, capacity, n_envs):
+    """Zero or repeated-frame padding (gymnasium's two), episodic life (EnvPool's: a lost
+    life ends nothing in the stack), streams that jump, a ring that wraps."""
     store = FrameStore(capacity, n_envs, (4, 6, 5), 4, 0)
     history = []
     for _ in range(6):
-        history += fill(store, 137, padding=padding, garbage=0.05)
+        history += fill(store, 137, padding=padding, garbage=0.05, life_every=5)
         check_all(store, history)
 
 
@@ -67,9 +69,8 @@ def test_any_layout(shape, stack, axis):
     def layout(stack_first: np.ndarray) -> np.ndarray:
         if shape == (6, 5, 4):
             return np.moveaxis(stack_first, 0, -1)
-        if shape == (6, 5, 12):  # 4 RGB-like frames of 3 channels, channels last
-            return np.concatenate([np.repeat(f[..., None], 3, -1) + c for f in stack_first
-                                   for c in range(1)], axis=-1)
+        if shape == (6, 5, 12):  # 4 frames of 3 channels (RGB-like), channels last
+            return np.concatenate([np.stack([f, f ^ 1, f ^ 2], -1) for f in stack_first], -1)
         if shape == (8, 6, 5):  # 4 frames of 2 channels, channels first
             return np.concatenate([np.stack([f, f ^ 1]) for f in stack_first])
         return stack_first
@@ -93,10 +94,11 @@ def test_continuing_stacks_store_one_frame_each():
 def test_memory_follows_the_frames_alive():
     store = FrameStore(CHUNK, 2, (4, 6, 5), 4, 0)
     fill(store, 20 * CHUNK, episode=10**9)
-    chunks_for_live = -(-store.frames_stored // CHUNK) + 1
-    assert store.frames_stored <= 2 * CHUNK + 8
-    frame_bytes = 6 * 5
-    assert store.nbytes <= (chunks_for_live + 2) * CHUNK * frame_bytes + 2 * CHUNK * 2 * 4 * 8 + 2 * 4 * 8
+    assert store.frames_stored <= 2 * CHUNK + 8  # one frame per transition alive
+    # the chunks those frames span, a chunk being filled, the spares; the frame references
+    chunks = -(-store.frames_stored // CHUNK) + 1 + 2
+    references = (CHUNK + 1) * 2 * 2 * 4 * 8
+    assert store.nbytes <= chunks * CHUNK * 6 * 5 + references
 
 
 def test_state_dict_and_pickle_round_trip_exactly():

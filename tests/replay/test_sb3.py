@@ -1,0 +1,159 @@
+"""fastatari.replay.ReplayBuffer against Stable-Baselines3's own ReplayBuffer: under one NumPy
+seed, the same samples byte for byte; in DQN, the same training."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .streams import frame_stacks
+
+pytestmark = pytest.mark.rl
+pytest.importorskip("stable_baselines3")
+
+import torch  # noqa: E402
+from gymnasium import spaces  # noqa: E402
+from stable_baselines3.common import buffers  # noqa: E402
+
+from fastatari.replay import ReplayBuffer  # noqa: E402
+
+SPACE = spaces.Box(0, 255, (4, 6, 5), np.uint8)
+
+
+class Feeder:
+    """Steps of ``n_envs`` streams, fed the same into several buffers (SB3's ``add``)."""
+
+    def __init__(self, n_envs: int, seed: int, **stream) -> None:
+        self.streams = [frame_stacks(np.random.default_rng(seed + e), 10**6, **stream)
+                        for e in range(n_envs)]
+        self.rng = np.random.default_rng(seed)
+        self.steps: list = []  # (obs, next_obs) of every step fed
+
+    def feed(self, buffers_: list, steps: int) -> None:
+        n_envs = len(self.streams)
+        for _ in range(steps):
+            items = [next(s) for s in self.streams]
+            obs, next_obs = np.stack([i[0] for i in items]), np.stack([i[1] for i in items])
+            truncated = np.array([i[3] for i in items])
+            done = np.array([i[2] for i in items]) | truncated
+            action = self.rng.integers(0, 6, n_envs)
+            reward = self.rng.normal(size=n_envs).astype(np.float32)
+            infos = [{"TimeLimit.truncated": bool(t)} for t in truncated]
+            for buffer in buffers_:
+                buffer.add(obs, next_obs, action, reward, done, infos)
+            self.steps.append((obs, next_obs))
+
+
+@pytest.mark.parametrize("n_envs", [1, 3])
+@pytest.mark.parametrize("size", [12, 3000])  # wrapping many times, and never
+@pytest.mark.parametrize("padding", ["zero", "reset"])
+def test_samples_equal_sb3s_byte_for_byte(n_envs, size, padding):
+    kw = dict(device="cpu", n_envs=n_envs, handle_timeout_termination=True)
+    ours = ReplayBuffer(size, SPACE, spaces.Discrete(6), **kw)
+    theirs = buffers.ReplayBuffer(size, SPACE, spaces.Discrete(6), **kw)
+    feeder = Feeder(n_envs, 0, padding=padding, episode=20, life_every=7)
+    for round_ in range(4):
+        feeder.feed([ours, theirs], 250)
+        assert (ours.pos, ours.full, ours.size()) == (theirs.pos, theirs.full, theirs.size())
+        for batch in (1, 32, 256):
+            np.random.seed(round_ + batch)
+            a = ours.sample(batch)
+            np.random.seed(round_ + batch)
+            b = theirs.sample(batch)
+            for name in a._fields:
+                x, y = getattr(a, name), getattr(b, name)
+                if y is None:
+                    assert x is None
+                    continue
+                assert x.dtype == y.dtype and x.shape == y.shape, name
+                assert torch.equal(x, y), name
+
+
+@pytest.mark.parametrize("size", [12, 3000])
+def test_optimize_memory_usage_follows_sb3s_index_rule_with_true_last_observations(size):
+    """SB3's optimised mode draws the same indices (never the slot at pos) and returns the same
+    samples, except the next observation of a transition that ended an episode: SB3 returns
+    the next episode's first observation there, fastatari the true last one."""
+    kw = dict(device="cpu", n_envs=2, optimize_memory_usage=True,
+              handle_timeout_termination=False)
+    ours = ReplayBuffer(size, SPACE, spaces.Discrete(6), **kw)
+    theirs = buffers.ReplayBuffer(size, SPACE, spaces.Discrete(6), **kw)
+    feeder = Feeder(2, 0, episode=6)
+    differed = 0
+    for round_ in range(4):
+        feeder.feed([ours, theirs], 250)
+        np.random.seed(round_)
+        a = ours.sample(512)
+        np.random.seed(round_)
+        b = theirs.sample(512)
+        for name in ("observations", "actions", "dones", "rewards"):
+            assert torch.equal(getattr(a, name), getattr(b, name)), name
+        same = (a.next_observations == b.next_observations).flatten(1).all(1)
+        assert bool(same[a.dones[:, 0] == 0].all())  # differs only where an episode ended
+        differed += int((~same).sum())
+        # and ours is the true next observation: SB3's draws again, mapped to the steps fed
+        np.random.seed(round_)
+        per_env, fed = ours.buffer_size, len(feeder.steps)
+        if ours.full:
+            slots = (np.random.randint(1, per_env, size=512) + ours.pos) % per_env
+        else:
+            slots = np.random.randint(0, ours.pos, size=512)
+        envs = np.random.randint(0, 2, size=512)
+        for i, (slot, env) in enumerate(zip(slots, envs, strict=True)):
+            step = fed - 1 - (fed - 1 - slot) % per_env  # the last step written to the slot
+            np.testing.assert_array_equal(a.next_observations[i].numpy(),
+                                          feeder.steps[step][1][env])
+    assert differed > 0  # the streams do end episodes in the sampled transitions
+
+
+def test_the_flags_sb3_refuses_together_work_and_memory_is_saved():
+    buffer = ReplayBuffer(1000, spaces.Box(0, 255, (4, 84, 84), np.uint8), spaces.Discrete(6),
+                          device="cpu", optimize_memory_usage=True,
+                          handle_timeout_termination=True)
+    feed_big = frame_stacks(np.random.default_rng(0), 1000, frame=(84, 84), episode=200)
+    for obs, next_obs, terminated, truncated in feed_big:
+        buffer.add(obs[None], next_obs[None], np.array([1]), np.array([0.5]),
+                   np.array([terminated or truncated]), [{"TimeLimit.truncated": truncated}])
+    sb3_optimised = 1000 * 4 * 84 * 84
+    assert buffer.frames.nbytes < sb3_optimised / 3
+
+
+def test_bad_input_names_the_problem_and_changes_nothing():
+    buffer = ReplayBuffer(10, SPACE, spaces.Discrete(6), device="cpu", n_envs=2)
+    with pytest.raises(ValueError, match="empty"):
+        buffer.sample(4)
+    Feeder(2, 0).feed([buffer], 3)
+    obs = np.zeros((2, 4, 6, 5), np.uint8)
+    for args, error in (((obs[:1], obs), ValueError), ((obs.astype(np.float32), obs), TypeError),
+                        ((obs, obs[..., :2]), ValueError)):
+        with pytest.raises(error):
+            buffer.add(*args, np.zeros(2, int), np.zeros(2), np.zeros(2), [{}, {}])
+    with pytest.raises(ValueError, match="infos"):
+        buffer.add(obs, obs, np.zeros(2, int), np.zeros(2), np.zeros(2), [{}])
+    with pytest.raises(ValueError):
+        buffer.add(obs, obs, np.zeros(3, int), np.zeros(2), np.zeros(2), [{}, {}])
+    assert buffer.pos == 3 and buffer.frames.pos == 3
+    with pytest.raises(TypeError, match="uint8 image stacks"):
+        ReplayBuffer(10, spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2))
+
+
+def test_dqn_trains_identically_with_either_buffer():
+    """SB3's DQN with replay_buffer_class=fastatari.replay.ReplayBuffer: the same seed gives
+    the same weights as with SB3's own buffer (the same samples, the same updates)."""
+    from stable_baselines3 import DQN
+
+    from fastatari.sb3 import make_vec_env
+
+    weights = []
+    for buffer_class in (buffers.ReplayBuffer, ReplayBuffer):
+        env = make_vec_env("pong", 2, seed=0)
+        try:
+            model = DQN("CnnPolicy", env, buffer_size=500, learning_starts=64, batch_size=16,
+                        train_freq=4, target_update_interval=50, seed=0, device="cpu",
+                        replay_buffer_class=buffer_class,
+                        policy_kwargs=dict(net_arch=[16], normalize_images=True))
+            model.learn(240)
+            weights.append([p.detach().clone() for p in model.policy.parameters()])
+        finally:
+            env.close()
+    assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))
