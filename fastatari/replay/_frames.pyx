@@ -219,6 +219,10 @@ cdef class FrameStore:
         if envs.size and (envs.min() < 0 or envs.max() >= self.n_envs):
             raise IndexError(f"envs must be in [0, {self.n_envs})")
         batch = (slots.size,) + self.obs_shape
+        if out_obs is None and out_next is None:
+            # one allocation for both: two large ones alive together make malloc give their
+            # pages back at every free, and a page fault per page at every sample
+            out_obs, out_next = np.empty((2,) + batch, np.uint8)
         out_obs = self._out(out_obs, batch, "out_obs")
         out_next = self._out(out_next, batch, "out_next")
         cdef int64_t[::1] s = slots.astype(np.int64, copy=False)
@@ -229,7 +233,8 @@ cdef class FrameStore:
         if frames == NULL:
             raise MemoryError()
         cdef Py_ssize_t i
-        cdef int64_t j
+        cdef int64_t j, m, ref
+        cdef bint contiguous = self.shape.outer == 1
         try:
             with nogil:
                 for i in range(s.shape[0]):
@@ -237,7 +242,14 @@ cdef class FrameStore:
                         frames[j] = self.frame(self.refs[s[i], v[i], 0, j])
                     fa_stack_build(&a[i, 0], self.shape, frames)
                     for j in range(self.stack):
-                        frames[j] = self.frame(self.refs[s[i], v[i], 1, j])
+                        ref = self.refs[s[i], v[i], 1, j]
+                        frames[j] = self.frame(ref)
+                        # a frame the observation shares is read from its copy just written
+                        # (in cache), not from the store again: 5 frames read of 8, not 8
+                        for m in range(self.stack if contiguous and ref >= 0 else 0):
+                            if self.refs[s[i], v[i], 0, m] == ref:
+                                frames[j] = &a[i, m * self.shape.inner]
+                                break
                     fa_stack_build(&b[i, 0], self.shape, frames)
         finally:
             free(frames)

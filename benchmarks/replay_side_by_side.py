@@ -1,0 +1,163 @@
+"""fastatari.replay against Stable-Baselines3's ReplayBuffer, side by side in one run.
+
+    python benchmarks/replay_side_by_side.py [--transitions 40000] [--million]
+
+Real frames: Breakout under fastatari's vector env (8 envs, random actions) is recorded once,
+then fed the same to every buffer. Per system: resident bytes per transition (the buffer's
+own arrays), ``add`` per vector step of 8 envs, ``sample(32)`` and ``sample(256)`` to torch
+tensors on the CPU (medians). ``--million``: each buffer filled to 1M transitions in its own
+process, the resident memory it adds (SB3's 28.2 GB optimised buffer cannot be held on a 24 GB
+machine: it is left out there, with the reason). Needs the ``rl`` extra (SB3, torch).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List
+
+import numpy as np
+from gymnasium import spaces
+
+import fastatari
+
+N_ENVS = 8
+SPACE = spaces.Box(0, 255, (4, 84, 84), np.uint8)
+ACTIONS = spaces.Discrete(4)
+
+
+def record(steps: int) -> List[tuple]:
+    """``steps`` vector steps: SB3's ``add`` arguments (true last observations at episode
+    ends, as SB3's ``terminal_observation``)."""
+    envs = fastatari.make_vec("breakout", N_ENVS, autoreset_mode="same_step",
+                              repeat_action_probability=0.0)
+    rng = np.random.default_rng(0)
+    try:
+        obs, _ = envs.reset(seed=0)
+        out = []
+        for _ in range(steps):
+            action = rng.integers(0, 4, N_ENVS)
+            next_obs, reward, terminated, truncated, info = envs.step(action)
+            real_next = next_obs.copy()
+            for i in np.flatnonzero(info.get("_final_obs", np.zeros(N_ENVS, bool))):
+                real_next[i] = info["final_obs"][i]
+            infos = [{"TimeLimit.truncated": bool(t)} for t in truncated]
+            out.append((obs, real_next, action, reward, terminated | truncated, infos))
+            obs = next_obs
+        return out
+    finally:
+        envs.close()
+
+
+def buffers(size: int) -> Dict[str, Callable[[], Any]]:
+    from stable_baselines3.common.buffers import ReplayBuffer as SB3
+
+    from fastatari.replay import ReplayBuffer
+
+    kw = dict(device="cpu", n_envs=N_ENVS)
+    return {
+        "fastatari.replay": lambda: ReplayBuffer(size, SPACE, ACTIONS, **kw),
+        "SB3 ReplayBuffer": lambda: SB3(size, SPACE, ACTIONS, **kw),
+        "SB3, optimize_memory_usage": lambda: SB3(size, SPACE, ACTIONS,
+                                                  optimize_memory_usage=True,
+                                                  handle_timeout_termination=False, **kw),
+    }
+
+
+def own_bytes(buffer: Any) -> int:
+    """The buffer's arrays (for fastatari, the frame chunks as allocated)."""
+    if hasattr(buffer, "frames"):
+        small = sum(getattr(buffer, a).nbytes for a in ("actions", "rewards", "dones",
+                                                        "timeouts"))
+        return buffer.frames.nbytes + small
+    arrays = [a for a in vars(buffer).values() if isinstance(a, np.ndarray)]
+    return sum(a.nbytes for a in arrays)
+
+
+def median_us(fn: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e6
+
+
+def side_by_side(transitions: int) -> None:
+    steps = transitions // N_ENVS
+    recorded = record(steps)
+    made = {name: make() for name, make in buffers(transitions).items()}
+    add_us: Dict[str, List[float]] = {name: [] for name in made}
+    for step in recorded:  # interleaved: every buffer adds the same step in turn
+        for name, buffer in made.items():
+            start = time.perf_counter()
+            buffer.add(*step)
+            add_us[name].append((time.perf_counter() - start) * 1e6)
+    print(f"{transitions} transitions of Breakout (84x84 gray, stack 4), {N_ENVS} envs\n")
+    print("| buffer | KB per transition | add µs per step of 8 envs | sample(32) µs | "
+          "sample(256) µs |")
+    print("|---|---|---|---|---|")
+    rows = {}
+    for name, buffer in made.items():
+        np.random.seed(0)
+        rows[name] = (own_bytes(buffer) / transitions / 1e3, float(np.median(add_us[name])),
+                      median_us(lambda b=buffer: b.sample(32), 300),
+                      median_us(lambda b=buffer: b.sample(256), 100))
+    for name, (kb, add, s32, s256) in rows.items():
+        print(f"| {name} | {kb:.2f} | {add:.0f} | {s32:.0f} | {s256:.0f} |")
+    base = rows["SB3, optimize_memory_usage"]
+    ours = rows["fastatari.replay"]
+    print(f"\nfastatari against SB3's optimised buffer: {base[0] / ours[0]:.1f}x less memory, "
+          f"sample(32) {base[2] / ours[2]:.1f}x, sample(256) {base[3] / ours[3]:.1f}x faster")
+
+
+def rss_kb() -> int:
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("VmRSS")).split()[1])
+
+
+def fill_million(name: str) -> None:
+    """In a process of its own: fill ``name`` to 1M transitions; print the resident memory it
+    added (the recorded steps it is fed from are resident before it is made)."""
+    recorded = record(5000)  # 40,000 transitions, fed again and again
+    before = rss_kb()
+    buffer = buffers(1_000_000)[name]()
+    for i in range(1_000_000 // N_ENVS):
+        buffer.add(*recorded[i % len(recorded)])
+    buffer.sample(256)
+    print(json.dumps({"name": name, "added_kb": rss_kb() - before,
+                      "own_bytes": own_bytes(buffer)}))
+
+
+def million() -> None:
+    print("\n| buffer, 1M transitions | resident memory it adds | its arrays |\n|---|---|---|")
+    for name in ("fastatari.replay", "SB3, optimize_memory_usage", "SB3 ReplayBuffer"):
+        if name != "fastatari.replay":
+            need = 28.2 if "optimize" in name else 56.4
+            print(f"| {name} | not run: needs {need} GB, this machine has 24 GB | |")
+            continue
+        out = subprocess.run([sys.executable, __file__, "--fill", name], capture_output=True,
+                             text=True, check=True).stdout.strip().splitlines()[-1]
+        got = json.loads(out)
+        print(f"| {name} | {got['added_kb'] * 1024 / 1e9:.2f} GB | "
+              f"{got['own_bytes'] / 1e9:.2f} GB |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--transitions", type=int, default=40_000)
+    parser.add_argument("--million", action="store_true")
+    parser.add_argument("--fill", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.fill:
+        fill_million(args.fill)
+        return
+    side_by_side(args.transitions)
+    if args.million:
+        million()
+
+
+if __name__ == "__main__":
+    main()
