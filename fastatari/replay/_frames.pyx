@@ -20,6 +20,8 @@ from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stac
 
 cdef enum:
     _CHUNK = 1024
+    _UNALIGNED = -1000000  # a candidate's shift not looked for yet
+    _NO_SHIFT = -1000001  # none found
 
 #: Frames per chunk of storage.
 CHUNK = _CHUNK
@@ -39,7 +41,7 @@ cdef class FrameStore:
     cdef fa_stack_shape shape
     cdef int64_t frame_bytes, stack_bytes, table_size
     cdef int64_t[:, :, :, ::1] refs
-    cdef int64_t[:, ::1] last
+    cdef int64_t[:, :, ::1] last
     cdef uint8_t[::1] has_last
     cdef uintptr_t[::1] table
     cdef object refs_array, last_array, has_last_array, table_array
@@ -67,7 +69,7 @@ cdef class FrameStore:
         self.stack_bytes = self.frame_bytes * stack
         self.refs_array = np.full((capacity, n_envs, 2, stack), -1, np.int64)
         self.refs = self.refs_array
-        self.last_array = np.full((n_envs, stack), -1, np.int64)
+        self.last_array = np.full((n_envs, 2, stack), -1, np.int64)  # obs, next
         self.last = self.last_array
         self.has_last_array = np.zeros(n_envs, np.uint8)
         self.has_last = self.has_last_array
@@ -120,9 +122,9 @@ cdef class FrameStore:
             slot = 0  # frames only grow along the ring: the oldest slot holds the oldest
         for e in range(self.n_envs):
             for j in range(self.stack):
-                if self.has_last[e] and 0 <= self.last[e, j] < lowest:
-                    lowest = self.last[e, j]
                 for w in range(2):
+                    if self.has_last[e] and 0 <= self.last[e, w, j] < lowest:
+                        lowest = self.last[e, w, j]
                     serial = self.refs[slot, e, w, j] if slot >= 0 else -1
                     if 0 <= serial < lowest:
                         lowest = serial
@@ -160,32 +162,65 @@ cdef class FrameStore:
         return np.ascontiguousarray(array).reshape(self.n_envs, self.stack_bytes)
 
     cdef _put_one(self, int64_t e, const uint8_t *obs, const uint8_t *nxt):
-        cdef int64_t k = self.stack, j, shift = 0
         cdef int64_t[::1] o = self.refs[self.pos, e, 0], n = self.refs[self.pos, e, 1]
-        for j in range(k):  # the observation: the last next observation, padding, repeats
-            if self.has_last[e] and self._same(obs, j, self.last[e, j]):
-                o[j] = self.last[e, j]
-            elif self._same(obs, j, -1):
-                o[j] = -1
-            elif j > 0 and self._same(obs, j, o[j - 1]):
-                o[j] = o[j - 1]
-            else:
-                o[j] = self._store(obs, j)
-        for j in range(1, k):  # how far the next observation shifts the observation
-            if self._same(nxt, 0, o[j]):
-                shift = j
-                break
-        for j in range(k):
-            if shift and j + shift < k and (j == 0 or self._same(nxt, j, o[j + shift])):
-                n[j] = o[j + shift]
-            elif self._same(nxt, j, -1):
-                n[j] = -1
-            elif j > 0 and self._same(nxt, j, n[j - 1]):
-                n[j] = n[j - 1]
-            else:
-                n[j] = self._store(nxt, j)
-        self.last[e, :] = n
+        cdef int64_t[::1] last_obs = self.last[e, 0], last_next = self.last[e, 1]
+        cdef bint seen = self.has_last[e]
+        self._match(obs, o, last_next if seen else None, last_obs if seen else None)
+        self._match(nxt, n, o, last_next if seen else None)
+        self.last[e, 0, :] = o
+        self.last[e, 1, :] = n
         self.has_last[e] = 1
+
+    cdef _match(self, const uint8_t *stack, int64_t[::1] out, int64_t[::1] first,
+                int64_t[::1] second):
+        """The serials of ``stack``'s frames into ``out``: a frame of the candidate stacks
+        ``first`` or ``second`` (None: no candidate) where it equals one, the zero frame,
+        the frame before it repeated, else a new frame."""
+        cdef int64_t j, i, k = self.stack
+        cdef int64_t shift[2]
+        cdef int64_t[::1] candidate
+        shift[0] = shift[1] = _UNALIGNED
+        for j in range(k):
+            out[j] = -2
+            for i in range(2):
+                candidate = first if i == 0 else second
+                if candidate is None:
+                    continue
+                if shift[i] == _UNALIGNED:
+                    shift[i] = self._shift(stack, candidate)
+                if shift[i] != _NO_SHIFT and 0 <= j + shift[i] < k \
+                        and candidate[j + shift[i]] >= 0 \
+                        and self._same(stack, j, candidate[j + shift[i]]):
+                    out[j] = candidate[j + shift[i]]
+                    break
+            if out[j] != -2:
+                continue
+            if self._same(stack, j, -1):
+                out[j] = -1
+            elif j > 0 and self._same(stack, j, out[j - 1]):
+                out[j] = out[j - 1]
+            else:
+                out[j] = self._store(stack, j)
+
+    cdef int64_t _shift(self, const uint8_t *stack, int64_t[::1] candidate):
+        """``d`` such that frame ``j`` of ``stack`` is likely frame ``j + d`` of
+        ``candidate``: where the candidate's newest (else its oldest) stored frame lies in
+        ``stack``, nearest to no shift first."""
+        cdef int64_t k = self.stack, q, m, step, end, side
+        for end in range(2):  # anchor: the newest stored frame, then the oldest
+            q = -1
+            for m in range(k):
+                if candidate[k - 1 - m if end == 0 else m] >= 0:
+                    q = k - 1 - m if end == 0 else m
+                    break
+            if q < 0:
+                return _NO_SHIFT
+            for step in range(k):  # m = q, q - 1, q + 1, q - 2, ...
+                for side in range(2 if step else 1):
+                    m = q - step if side == 0 else q + step
+                    if 0 <= m < k and self._same(stack, m, candidate[q]):
+                        return q - m
+        return _NO_SHIFT
 
     def reset(self):
         """Forget every transition (the memory stays allocated)."""

@@ -158,3 +158,21 @@ def test_bad_input_is_refused_before_anything_changes():
     for shape, stack, axis in (((4, 6, 5), 3, 0), ((4, 6, 5), 4, 3), ((4, 6, 5), 0, 0)):
         with pytest.raises(ValueError):
             FrameStore(8, 1, shape, stack, axis)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_n_step_pairs_store_each_frame_once_or_twice(n):
+    """(obs at t, obs at t + n), as an n-step memory puts them: the observation continues the
+    last one by a frame, the next observation the last next one; each frame stored once while
+    n is below the stack size, twice beyond (a pair then shares no frame, and the frame an
+    observation adds was stored n puts before); every stack gathers back exactly."""
+    store = FrameStore(10_000, 1, (4, 6, 5), 4, 0)
+    stacks = [obs for obs, _, _, _ in frame_stacks(np.random.default_rng(0), 300 + n,
+                                                   episode=10**9)]
+    history = []
+    for t in range(300):
+        pair = (stacks[t][None], stacks[t + n][None])
+        store.put(*pair)
+        history.append(pair)
+    check_all(store, history)
+    assert store.frames_stored <= (1 if n < 4 else 2) * (300 + n + 1)
