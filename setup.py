@@ -45,8 +45,8 @@ extensions = [
         **common,
     ),
     Extension(
-        "fastatari.replay._frames",
-        sources=["fastatari/replay/_frames.pyx", "fastatari/replay/csrc/fa_replay.c"],
+        "fastatari.replay._core",
+        sources=["fastatari/replay/_core.pyx", "fastatari/replay/csrc/fa_replay.c"],
         depends=["fastatari/replay/csrc/fa_replay.h", "fastatari/replay/fa_replay.pxd"],
         include_dirs=["fastatari/replay/csrc", np.get_include()],
         **common,

@@ -15,11 +15,11 @@ def main() -> int:
     import fastatari
     from fastatari import kernels
     from fastatari.kernels import _kernels
-    from fastatari.replay import _frames
+    from fastatari.replay import _core
     from fastatari.vector import _step, _wait
 
     site = {Path(sysconfig.get_paths()[key]).resolve() for key in ("platlib", "purelib")}
-    for module in (fastatari, _kernels, _wait, _step, _frames):
+    for module in (fastatari, _kernels, _wait, _step, _core):
         where = Path(module.__file__).resolve()
         if not any(where.is_relative_to(s) for s in site):
             print(f"FAIL: {module.__name__} imported from {where}, not from site-packages "
@@ -28,7 +28,7 @@ def main() -> int:
     import numpy
 
     print(f"fastatari {fastatari.__version__} from {Path(fastatari.__file__).parent}")
-    compiled = ", ".join(Path(m.__file__).name for m in (_kernels, _wait, _step, _frames))
+    compiled = ", ".join(Path(m.__file__).name for m in (_kernels, _wait, _step, _core))
     print(f"compiled modules: {compiled}; numpy {numpy.__version__}; "
           f"SIMD paths on this CPU: {kernels.simd_available()}")
     return 0

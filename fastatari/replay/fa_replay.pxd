@@ -1,4 +1,4 @@
-# C declarations of csrc/fa_replay.h (the replay memory's frames): cimported by _frames.pyx.
+# C declarations of csrc/fa_replay.h (frames and priorities): cimported by _core.pyx.
 from libc.stdint cimport int64_t, uint8_t
 
 cdef extern from "fa_replay.h" nogil:
@@ -10,3 +10,7 @@ cdef extern from "fa_replay.h" nogil:
     int fa_frame_equal(const uint8_t *stack, fa_stack_shape s, int64_t j, const uint8_t *frame)
     void fa_frame_store(const uint8_t *stack, fa_stack_shape s, int64_t j, uint8_t *frame)
     void fa_stack_build(uint8_t *stack, fa_stack_shape s, const uint8_t *const *frames)
+    void fa_sumtree_set(double *tree, int64_t leaves, const int64_t *index,
+                        const double *value, int64_t count)
+    void fa_sumtree_find(const double *tree, int64_t leaves, const double *mass,
+                         int64_t *index, int64_t count)

@@ -1,5 +1,5 @@
 """The replay memory's NumPy core: transitions of ``n_envs`` streams in a ring, frames stored
-once (:class:`~fastatari.replay._frames.FrameStore`), uniform samples as NumPy arrays."""
+once (:class:`~fastatari.replay._core.FrameStore`), uniform samples as NumPy arrays."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence
 import numpy as np
 
 from fastatari.core import validate
-from fastatari.replay._frames import FrameStore
+from fastatari.replay._core import FrameStore
 from fastatari.replay.layout import stack_layout
 
 __all__ = ["Batch", "ReplayMemory"]

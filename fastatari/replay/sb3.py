@@ -13,7 +13,7 @@ from stable_baselines3.common import buffers
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
-from fastatari.replay._frames import FrameStore
+from fastatari.replay._core import FrameStore
 from fastatari.replay.layout import stack_layout
 
 __all__ = ["ReplayBuffer"]

@@ -59,3 +59,35 @@ void fa_stack_build(uint8_t *stack, fa_stack_shape s, const uint8_t *const *fram
         }
     }
 }
+
+void fa_sumtree_set(double *tree, int64_t leaves, const int64_t *index, const double *value,
+                    int64_t count)
+{
+    int64_t c, i;
+    for (c = 0; c < count; c++) {
+        i = leaves + index[c];
+        tree[i] = value[c];
+        for (i >>= 1; i >= 1; i >>= 1)
+            tree[i] = tree[2 * i] + tree[2 * i + 1];
+    }
+}
+
+void fa_sumtree_find(const double *tree, int64_t leaves, const double *mass, int64_t *index,
+                     int64_t count)
+{
+    int64_t c, i;
+    for (c = 0; c < count; c++) {
+        double m = mass[c];
+        i = 1;
+        while (i < leaves) {
+            /* left while the mass lies in it; right only into a subtree holding some */
+            if (m < tree[2 * i] || tree[2 * i + 1] <= 0.0) {
+                i = 2 * i;
+            } else {
+                m -= tree[2 * i];
+                i = 2 * i + 1;
+            }
+        }
+        index[c] = i - leaves;
+    }
+}

@@ -23,4 +23,14 @@ void fa_frame_store(const uint8_t *stack, fa_stack_shape s, int64_t j, uint8_t *
 /* a whole stack from its k frames (NULL: zeros) */
 void fa_stack_build(uint8_t *stack, fa_stack_shape s, const uint8_t *const *frames);
 
+/* A sum tree over `leaves` (a power of two) priorities: tree[1] is the total, node i sums
+ * tree[2i] and tree[2i+1], leaf j is tree[leaves + j]; tree[0] is unused. */
+void fa_sumtree_set(double *tree, int64_t leaves, const int64_t *index, const double *value,
+                    int64_t count);
+
+/* for each of `count` masses in [0, total), the leaf where the running sum passes it (never
+ * a leaf of priority 0) */
+void fa_sumtree_find(const double *tree, int64_t leaves, const double *mass, int64_t *index,
+                     int64_t count);
+
 #endif

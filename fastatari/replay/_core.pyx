@@ -1,4 +1,5 @@
-"""Observation stacks with each distinct frame stored once (:class:`FrameStore`).
+"""The replay memory's compiled core: observation stacks with each distinct frame stored once
+(:class:`FrameStore`), and priorities on a sum tree (:class:`SumTree`).
 
 Every transition keeps the serial numbers of its stacks' frames (``-1``: the zero frame of
 padding, never stored). A new stack is matched frame by frame against what its stream stored
@@ -16,7 +17,7 @@ from libc.stdlib cimport free, malloc
 import numpy as np
 
 from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stack_build,
-                                         fa_stack_shape)
+                                         fa_stack_shape, fa_sumtree_find, fa_sumtree_set)
 
 cdef enum:
     _CHUNK = 1024
@@ -238,9 +239,9 @@ cdef class FrameStore:
         """Slots written (per stream)."""
         return self.capacity if self.full else self.pos
 
-    def gather(self, slots, envs, out_obs=None, out_next=None):
+    def gather(self, slots, envs, out_obs=None, out_next=None, rows=None):
         """The stacks of transitions ``(slots[b], envs[b])``, written into ``out_obs`` and
-        ``out_next`` (new arrays when None); returns both."""
+        ``out_next`` (new arrays when None) at row ``b``, or ``rows[b]``; returns both."""
         slots = np.asarray(slots)
         envs = np.asarray(envs)
         if slots.dtype.kind not in "iu" or envs.dtype.kind not in "iu":
@@ -254,6 +255,14 @@ cdef class FrameStore:
         if envs.size and (envs.min() < 0 or envs.max() >= self.n_envs):
             raise IndexError(f"envs must be in [0, {self.n_envs})")
         batch = (slots.size,) + self.obs_shape
+        if rows is not None:
+            if out_obs is None or out_next is None:
+                raise ValueError("rows needs out_obs and out_next")
+            rows = np.asarray(rows)
+            if rows.shape != slots.shape or rows.dtype.kind not in "iu" or (
+                    rows.size and (rows.min() < 0 or rows.max() >= len(out_obs))):
+                raise IndexError("rows must be one index per slot, within the outputs")
+            batch = (len(out_obs),) + self.obs_shape
         if out_obs is None and out_next is None:
             # one allocation for both: two large ones alive together make malloc give their
             # pages back at every free, and a page fault per page at every sample
@@ -262,8 +271,10 @@ cdef class FrameStore:
         out_next = self._out(out_next, batch, "out_next")
         cdef int64_t[::1] s = slots.astype(np.int64, copy=False)
         cdef int64_t[::1] v = envs.astype(np.int64, copy=False)
-        cdef uint8_t[:, ::1] a = out_obs.reshape(slots.size, self.stack_bytes)
-        cdef uint8_t[:, ::1] b = out_next.reshape(slots.size, self.stack_bytes)
+        cdef uint8_t[:, ::1] a = out_obs.reshape(batch[0], self.stack_bytes)
+        cdef uint8_t[:, ::1] b = out_next.reshape(batch[0], self.stack_bytes)
+        cdef int64_t[::1] r = (np.arange(slots.size) if rows is None else rows).astype(
+            np.int64, copy=False)
         cdef const uint8_t **frames = <const uint8_t **>malloc(self.stack * sizeof(void *))
         if frames == NULL:
             raise MemoryError()
@@ -275,7 +286,7 @@ cdef class FrameStore:
                 for i in range(s.shape[0]):
                     for j in range(self.stack):
                         frames[j] = self.frame(self.refs[s[i], v[i], 0, j])
-                    fa_stack_build(&a[i, 0], self.shape, frames)
+                    fa_stack_build(&a[r[i], 0], self.shape, frames)
                     for j in range(self.stack):
                         ref = self.refs[s[i], v[i], 1, j]
                         frames[j] = self.frame(ref)
@@ -283,9 +294,9 @@ cdef class FrameStore:
                         # (in cache), not from the store again: 5 frames read of 8, not 8
                         for m in range(self.stack if contiguous and ref >= 0 else 0):
                             if self.refs[s[i], v[i], 0, m] == ref:
-                                frames[j] = &a[i, m * self.shape.inner]
+                                frames[j] = &a[r[i], m * self.shape.inner]
                                 break
-                    fa_stack_build(&b[i, 0], self.shape, frames)
+                    fa_stack_build(&b[r[i], 0], self.shape, frames)
         finally:
             free(frames)
         return out_obs, out_next
@@ -364,3 +375,77 @@ def _rebuilt(capacity, n_envs, obs_shape, stack, axis, state):
     store = FrameStore(capacity, n_envs, obs_shape, stack, axis)
     store.load_state_dict(state)
     return store
+
+
+cdef class SumTree:
+    """Non-negative priorities of ``capacity`` items on a sum tree (float64): set any of them,
+    and find the items where running sums pass given masses, in ``O(log capacity)`` each."""
+
+    cdef readonly int64_t capacity, leaves
+    cdef object tree_array
+    cdef double[::1] tree
+
+    def __init__(self, int64_t capacity):
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self.leaves = 1
+        while self.leaves < capacity:
+            self.leaves *= 2
+        self.tree_array = np.zeros(2 * self.leaves, np.float64)
+        self.tree = self.tree_array
+
+    @property
+    def total(self):
+        return float(self.tree[1])
+
+    def get(self, indices):
+        """The priorities of ``indices``."""
+        return self.tree_array[self.leaves + self._indices(indices)]
+
+    def set(self, indices, values):
+        """Set the priorities of ``indices`` (the last value wins for a repeated index)."""
+        cdef int64_t[::1] index = self._indices(indices)
+        values = np.ascontiguousarray(values, np.float64)
+        if values.shape != (index.shape[0],):
+            raise ValueError(f"{index.shape[0]} indices but values of shape {values.shape}")
+        if not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError("priorities must be finite and >= 0")
+        cdef double[::1] value = values
+        with nogil:
+            fa_sumtree_set(&self.tree[0], self.leaves, &index[0] if index.shape[0] else NULL,
+                           &value[0] if value.shape[0] else NULL, index.shape[0])
+
+    def find(self, masses):
+        """For each mass in ``[0, total)``, the item where the running sum of priorities
+        passes it: item ``i`` is found for a share ``priority[i] / total`` of the range."""
+        masses = np.ascontiguousarray(masses, np.float64)
+        if masses.ndim != 1:
+            raise ValueError("masses must be 1-D")
+        if not self.tree[1] > 0:
+            raise ValueError("every priority is 0: nothing to find")
+        out = np.empty(masses.shape[0], np.int64)
+        cdef double[::1] mass = masses
+        cdef int64_t[::1] found = out
+        if mass.shape[0]:
+            with nogil:
+                fa_sumtree_find(&self.tree[0], self.leaves, &mass[0], &found[0], mass.shape[0])
+        return out
+
+    def _indices(self, indices):
+        index = np.ascontiguousarray(indices)
+        if index.dtype.kind not in "iu" or index.ndim != 1:
+            raise TypeError("indices must be a 1-D integer array")
+        if index.size and (index.min() < 0 or index.max() >= self.capacity):
+            raise IndexError(f"indices must be in [0, {self.capacity})")
+        return index.astype(np.int64, copy=False)
+
+    def __reduce__(self):
+        return (_tree_rebuilt, (self.capacity, self.tree_array[self.leaves:
+                                                                self.leaves + self.capacity]))
+
+
+def _tree_rebuilt(capacity, priorities):
+    tree = SumTree(capacity)
+    tree.set(np.arange(capacity), priorities)
+    return tree

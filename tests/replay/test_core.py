@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from fastatari.replay._frames import CHUNK, FrameStore
+from fastatari.replay._core import CHUNK, FrameStore, SumTree
 
 from .streams import frame_stacks
 
@@ -176,3 +176,25 @@ def test_n_step_pairs_store_each_frame_once_or_twice(n):
         history.append(pair)
     check_all(store, history)
     assert store.frames_stored <= (1 if n < 4 else 2) * (300 + n + 1)
+
+
+def test_sum_tree_finds_each_item_for_its_share_of_the_mass():
+    tree = SumTree(6)
+    priorities = np.array([1.0, 0.0, 2.5, 0.0, 0.5, 4.0])
+    tree.set(np.arange(6), priorities)
+    assert tree.total == pytest.approx(8.0)
+    masses = (np.arange(8000) + 0.5) / 1000  # evenly over [0, 8)
+    counts = np.bincount(tree.find(masses), minlength=6)
+    np.testing.assert_array_equal(counts, priorities * 1000)
+    assert tree.find([8.0])[0] == 5  # past the end: the last item with a priority
+    tree.set([5, 5], [1.0, 0.0])  # the last value wins
+    assert tree.total == pytest.approx(4.0) and tree.find([3.99])[0] == 4
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(tree)).get(np.arange(6)),
+                                  tree.get(np.arange(6)))
+    for values, error in (([-1.0], ValueError), ([np.nan], ValueError), ([1, 2], ValueError)):
+        with pytest.raises(error):
+            tree.set([0], values)
+    with pytest.raises(IndexError):
+        tree.set([6], [1.0])
+    with pytest.raises(ValueError, match="every priority is 0"):
+        SumTree(3).find([0.0])
