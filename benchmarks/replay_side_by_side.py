@@ -1,17 +1,22 @@
 """fastatari.replay against Stable-Baselines3's ReplayBuffer, side by side in one run.
 
     python benchmarks/replay_side_by_side.py [--transitions 40000] [--million]
+        [--rainbow PATH/TO/cleanrl/rainbow_atari.py]
 
 Real frames: Breakout under fastatari's vector env (8 envs, random actions) is recorded once,
 then fed the same to every buffer. Per system: resident bytes per transition (the buffer's
 own arrays), ``add`` per vector step of 8 envs, ``sample(32)`` and ``sample(256)`` to torch
 tensors on the CPU (medians). ``--million``: each buffer filled to 1M transitions in its own
 process, the resident memory it adds (SB3's 28.2 GB optimised buffer cannot be held on a 24 GB
-machine: it is left out there, with the reason). Needs the ``rl`` extra (SB3, torch).
+machine: it is left out there, with the reason). ``--rainbow``: the prioritized buffer
+against CleanRL's own (its classes taken from a CleanRL checkout's ``rainbow_atari.py``, nothing
+else of the script run): drawing 32 indices with their weights, and a whole ``sample(32)``.
+Needs the ``rl`` extra (SB3, torch).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import subprocess
 import sys
@@ -28,20 +33,20 @@ SPACE = spaces.Box(0, 255, (4, 84, 84), np.uint8)
 ACTIONS = spaces.Discrete(4)
 
 
-def record(steps: int) -> List[tuple]:
+def record(steps: int, n_envs: int = N_ENVS) -> List[tuple]:
     """``steps`` vector steps: SB3's ``add`` arguments (true last observations at episode
     ends, as SB3's ``terminal_observation``)."""
-    envs = fastatari.make_vec("breakout", N_ENVS, autoreset_mode="same_step",
+    envs = fastatari.make_vec("breakout", n_envs, autoreset_mode="same_step",
                               repeat_action_probability=0.0)
     rng = np.random.default_rng(0)
     try:
         obs, _ = envs.reset(seed=0)
         out = []
         for _ in range(steps):
-            action = rng.integers(0, 4, N_ENVS)
+            action = rng.integers(0, 4, n_envs)
             next_obs, reward, terminated, truncated, info = envs.step(action)
             real_next = next_obs.copy()
-            for i in np.flatnonzero(info.get("_final_obs", np.zeros(N_ENVS, bool))):
+            for i in np.flatnonzero(info.get("_final_obs", np.zeros(n_envs, bool))):
                 real_next[i] = info["final_obs"][i]
             infos = [{"TimeLimit.truncated": bool(t)} for t in truncated]
             out.append((obs, real_next, action, reward, terminated | truncated, infos))
@@ -145,16 +150,81 @@ def million() -> None:
               f"{got['own_bytes'] / 1e9:.2f} GB |")
 
 
+def cleanrl_classes(path: str) -> Dict[str, Any]:
+    """The sum trees and the PrioritizedReplayBuffer of CleanRL's ``rainbow_atari.py``: its
+    class definitions only, run in a namespace of what they use."""
+    import collections
+
+    import torch
+
+    tree = ast.parse(open(path).read())
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name in
+               ("SumSegmentTree", "MinSegmentTree", "PrioritizedReplayBuffer")]
+    namespace: Dict[str, Any] = {"np": np, "torch": torch, "deque": collections.deque,
+                                 "collections": collections}
+    batch = next(node for node in tree.body if isinstance(node, ast.Assign)
+                 and getattr(node.targets[0], "id", "") == "PrioritizedBatch")
+    exec(compile(ast.Module(body=[batch, *classes], type_ignores=[]), path, "exec"), namespace)
+    return namespace
+
+
+def rainbow(path: str, transitions: int) -> None:
+    import torch
+
+    from fastatari.replay import PrioritizedReplayBuffer
+
+    theirs_module = cleanrl_classes(path)
+    args = ((4, 84, 84), torch.device("cpu"), 3, 0.99, 0.5, 0.4, 1e-6)
+    ours = PrioritizedReplayBuffer(transitions, *args)
+    theirs = theirs_module["PrioritizedReplayBuffer"](transitions, *args)
+    recorded = record(transitions, n_envs=1)
+    for obs, real_next, action, reward, done, _ in recorded:  # CleanRL's call
+        ours.add(obs, action, reward, real_next, done)
+        # (scalars: NumPy 2 refuses the (1,) arrays CleanRL's pinned NumPy 1 took)
+        theirs.add(obs, action[0], reward[0], real_next, done[0])
+    np.random.seed(0)
+    losses = np.random.random(transitions)
+    ours.update_priorities(np.arange(ours.size), losses[:ours.size])
+    theirs.update_priorities(np.arange(theirs.size), losses[:theirs.size])
+
+    def their_draw() -> None:  # the part of their sample() that draws and weighs
+        total = theirs.sum_tree.total()
+        segment = total / 32
+        indices = [theirs.sum_tree.retrieve(np.random.uniform(segment * i, segment * (i + 1)))
+                   for i in range(32)]
+        probs = np.array([theirs.sum_tree.tree[i + theirs.capacity - 1] for i in indices])
+        weights = (theirs.size * probs / total) ** -theirs.beta
+        weights / weights.max()
+
+    def our_draw() -> None:  # what its sample() does to draw and weigh
+        ours.tree.draw(np.random.random_sample(32), ours.beta, ours.size)
+
+    rows = {"draw 32 indices and weights": (median_us(their_draw, 300),
+                                            median_us(our_draw, 300)),
+            "sample(32)": (median_us(lambda: theirs.sample(32), 300),
+                           median_us(lambda: ours.sample(32), 300))}
+    print(f"\nPrioritized, n-step 3, {transitions} transitions of Breakout, 1 env\n")
+    print("| | CleanRL rainbow_atari.py µs | fastatari µs | ratio |\n|---|---|---|---|")
+    for name, (them, us) in rows.items():
+        print(f"| {name} | {them:.0f} | {us:.1f} | {them / us:.1f}x |")
+    kb = theirs.buffer_obs.nbytes + theirs.buffer_next_obs.nbytes
+    print(f"\nmemory per transition: CleanRL {kb / transitions / 1e3:.1f} KB, fastatari "
+          f"{ours.nbytes / transitions / 1e3:.1f} KB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--transitions", type=int, default=40_000)
     parser.add_argument("--million", action="store_true")
+    parser.add_argument("--rainbow", metavar="PATH", help="CleanRL's rainbow_atari.py")
     parser.add_argument("--fill", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fill:
         fill_million(args.fill)
         return
     side_by_side(args.transitions)
+    if args.rainbow:
+        rainbow(args.rainbow, min(args.transitions, 20_000))
     if args.million:
         million()
 

@@ -12,6 +12,7 @@ transition that refers to it is overwritten, so memory follows the frames alive.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uintptr_t
+from libc.math cimport pow
 from libc.stdlib cimport free, malloc
 
 import numpy as np
@@ -431,6 +432,39 @@ cdef class SumTree:
             with nogil:
                 fa_sumtree_find(&self.tree[0], self.leaves, &mass[0], &found[0], mass.shape[0])
         return out
+
+    def draw(self, uniforms, double beta, int64_t size):
+        """Prioritized replay's draw, in one pass: item ``i`` of the batch from the ``i``-th of
+        ``len(uniforms)`` equal slices of the total, at ``uniforms[i]`` (in ``[0, 1)``) across
+        it; and its importance weight ``(size * priority / total) ** -beta``, over the batch's
+        largest. Returns the items and the weights (float32)."""
+        cdef double[::1] u = np.ascontiguousarray(uniforms, np.float64)
+        cdef Py_ssize_t i, count = u.shape[0]
+        cdef double total = self.tree[1], slice_, largest = 0.0, w
+        if count == 0 or not total > 0:
+            raise ValueError("no uniforms, or every priority is 0")
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        items = np.empty(count, np.int64)
+        weights = np.empty(count, np.float32)
+        cdef int64_t[::1] item = items
+        cdef float[::1] weight = weights
+        cdef double[::1] mass = np.empty(count, np.float64)
+        slice_ = total / count
+        with nogil:
+            for i in range(count):
+                mass[i] = (i + u[i]) * slice_
+                if mass[i] >= total:  # rounding at the very end
+                    mass[i] = total * (1.0 - 1e-12)
+            fa_sumtree_find(&self.tree[0], self.leaves, &mass[0], &item[0], count)
+            for i in range(count):
+                w = pow(size * self.tree[self.leaves + item[i]] / total, -beta)
+                mass[i] = w
+                if w > largest:
+                    largest = w
+            for i in range(count):
+                weight[i] = <float>(mass[i] / largest)
+        return items, weights
 
     def _indices(self, indices):
         index = np.ascontiguousarray(indices)

@@ -148,13 +148,9 @@ class PrioritizedReplayBuffer:
         batch_size = validate.check_int("batch_size", batch_size, 1)
         if not self.size:
             raise ValueError("cannot sample from an empty replay buffer")
-        total = self.tree.total
-        edges = np.arange(batch_size + 1) * (total / batch_size)
-        indices = self.tree.find(np.minimum(np.random.uniform(edges[:-1], edges[1:]),
-                                            np.nextafter(total, 0)))
-        probabilities = self.tree.get(indices) / total
-        weights = (self.size * probabilities) ** -self.beta
-        weights = (weights / weights.max()).astype(np.float32)
+        # one uniform per slice of the total priority, drawn as CleanRL's np.random.uniform
+        indices, weights = self.tree.draw(np.random.random_sample(batch_size), self.beta,
+                                          self.size)
         obs, next_obs = self._stacks(indices)
         data: List[Any] = [obs, self.actions[indices, None], self.rewards[indices, None],
                            next_obs, self.dones[indices, None], weights[:, None],
