@@ -15,6 +15,9 @@ from libc.stdint cimport int64_t, uint8_t, uintptr_t
 from libc.math cimport pow
 from libc.stdlib cimport free, malloc
 
+import os
+import tempfile
+
 import numpy as np
 
 from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stack_build,
@@ -34,7 +37,9 @@ SPARES = 2
 cdef class FrameStore:
     """``capacity`` slots of one ``(obs, next_obs)`` pair of stacks for each of ``n_envs``
     streams, written in ring order; stacks of shape ``obs_shape`` (uint8) hold ``stack``
-    frames along ``axis``."""
+    frames along ``axis``. ``disk``: a folder where the frames live in an unnamed,
+    memory-mapped file instead of memory (for memories larger than RAM: the system pages
+    them in and out); the file goes with the store, or with the process."""
 
     cdef readonly int64_t capacity, n_envs, stack, pos, next_serial
     cdef readonly bint full
@@ -49,8 +54,12 @@ cdef class FrameStore:
     cdef object refs_array, last_array, has_last_array, table_array
     cdef dict chunks
     cdef list spares
+    cdef readonly object disk
+    cdef object disk_file
+    cdef int64_t disk_chunks
 
-    def __init__(self, int64_t capacity, int64_t n_envs, obs_shape, int64_t stack, int axis):
+    def __init__(self, int64_t capacity, int64_t n_envs, obs_shape, int64_t stack, int axis,
+                 disk=None):
         obs_shape = tuple(int(d) for d in obs_shape)
         if capacity < 1 or n_envs < 1:
             raise ValueError(f"capacity and n_envs must be >= 1, got {capacity}, {n_envs}")
@@ -76,6 +85,13 @@ cdef class FrameStore:
         self.has_last_array = np.zeros(n_envs, np.uint8)
         self.has_last = self.has_last_array
         self.chunks, self.spares = {}, []
+        self.disk, self.disk_file, self.disk_chunks = None, None, 0
+        if disk is not None:
+            if not os.path.isdir(disk):
+                raise ValueError(f"disk must be an existing folder, got {disk!r}")
+            # unnamed (unlinked at once where the system allows): nothing is left behind,
+            # even when the process is killed
+            self.disk, self.disk_file = os.fspath(disk), tempfile.TemporaryFile(dir=disk)
         self._new_table(4)
         self.pos, self.full, self.next_serial = 0, False, 0
 
@@ -86,6 +102,22 @@ cdef class FrameStore:
         return (<const uint8_t *>self.table[(serial // _CHUNK) % self.table_size]
                 + (serial % _CHUNK) * self.frame_bytes)
 
+    cdef object _new_chunk(self):
+        if self.disk_file is None:
+            return np.empty((CHUNK, self.frame_bytes), np.uint8)
+        size = CHUNK * self.frame_bytes
+        self.disk_file.truncate((self.disk_chunks + 1) * size)
+        chunk = np.memmap(self.disk_file, np.uint8, "r+", self.disk_chunks * size,
+                          (CHUNK, self.frame_bytes))
+        self.disk_chunks += 1
+        return chunk
+
+    cdef _spare(self, chunk):
+        """A chunk no transition needs: kept for reuse (on disk, always: the file's space is
+        reused, not given back)."""
+        if len(self.spares) < SPARES or self.disk_file is not None:
+            self.spares.append(chunk)
+
     cdef _new_table(self, int64_t size):
         self.table_size = size
         self.table_array = np.zeros(size, np.uintp)
@@ -94,8 +126,7 @@ cdef class FrameStore:
             self.table[number % size] = chunk.ctypes.data
 
     cdef _add_chunk(self, int64_t number):
-        chunk = self.spares.pop() if self.spares else np.empty((CHUNK, self.frame_bytes),
-                                                               np.uint8)
+        chunk = self.spares.pop() if self.spares else self._new_chunk()
         self.chunks[number] = chunk
         if number - min(self.chunks) >= self.table_size:
             self._new_table(2 * self.table_size)
@@ -136,9 +167,7 @@ cdef class FrameStore:
         """Chunks no transition refers to any more go back to the spares."""
         cdef int64_t below = self.oldest_needed(True) // CHUNK
         for number in [n for n in self.chunks if n < below]:
-            chunk = self.chunks.pop(number)
-            if len(self.spares) < SPARES:
-                self.spares.append(chunk)
+            self._spare(self.chunks.pop(number))
 
     # -- writing -------------------------------------------------------------------------------
     def put(self, obs, next_obs):
@@ -229,9 +258,7 @@ cdef class FrameStore:
         self.refs_array.fill(-1)
         self.has_last_array.fill(0)
         for number in list(self.chunks):
-            chunk = self.chunks.pop(number)
-            if len(self.spares) < SPARES:
-                self.spares.append(chunk)
+            self._spare(self.chunks.pop(number))
         self.pos, self.full = 0, False
 
     # -- reading -------------------------------------------------------------------------------
@@ -355,8 +382,7 @@ cdef class FrameStore:
             live = used[used >= 0]
             if ((used < -1).any() or (live.size and (live.min() < first or live.max() >= end))):
                 raise ValueError(f"{name} refer to frames the state does not hold")
-        self.reset()
-        self.chunks, self.spares = {}, []
+        self.reset()  # every chunk a spare, reused below
         self.refs_array[...] = refs
         self.last_array[...] = last
         self.has_last_array[...] = has_last.astype(np.uint8)
@@ -369,11 +395,11 @@ cdef class FrameStore:
 
     def __reduce__(self):  # pickling (SB3's save_replay_buffer pickles the whole buffer)
         return (_rebuilt, (self.capacity, self.n_envs, self.obs_shape, self.stack, self.axis,
-                           self.state_dict()))
+                           self.state_dict(), self.disk))
 
 
-def _rebuilt(capacity, n_envs, obs_shape, stack, axis, state):
-    store = FrameStore(capacity, n_envs, obs_shape, stack, axis)
+def _rebuilt(capacity, n_envs, obs_shape, stack, axis, state, disk=None):
+    store = FrameStore(capacity, n_envs, obs_shape, stack, axis, disk)
     store.load_state_dict(state)
     return store
 

@@ -34,19 +34,21 @@ class ReplayMemory:
     of ``n_envs`` envs stepped together, observations uint8 stacks of shape ``obs_shape``.
 
     Each distinct frame is stored once; a sampled stack is byte-identical to the one added.
-    ``frame_stack`` and ``stack_axis``: :func:`~fastatari.replay.layout.stack_layout`.
+    ``frame_stack`` and ``stack_axis``: :func:`~fastatari.replay.layout.stack_layout`;
+    ``disk``: a folder for the frames, memory-mapped (:class:`FrameStore`).
     Torch-free: samples are NumPy arrays (for JAX, or anything else).
     """
 
     def __init__(self, capacity: int, obs_shape: Sequence[int], n_envs: int = 1, *,
                  frame_stack: Optional[int] = None, stack_axis: Optional[int] = None,
-                 action_shape: Sequence[int] = (), action_dtype: Any = np.int64) -> None:
+                 action_shape: Sequence[int] = (), action_dtype: Any = np.int64,
+                 disk: Optional[str] = None) -> None:
         capacity = validate.check_int("capacity", capacity, 1)
         n_envs = validate.check_int("n_envs", n_envs, 1, capacity)
         stack, axis = stack_layout(obs_shape, frame_stack, stack_axis)
         per_env = capacity // n_envs
         self.n_envs = n_envs
-        self.frames = FrameStore(per_env, n_envs, tuple(obs_shape), stack, axis)
+        self.frames = FrameStore(per_env, n_envs, tuple(obs_shape), stack, axis, disk)
         self.actions = np.zeros((per_env, n_envs, *action_shape), action_dtype)
         self.rewards = np.zeros((per_env, n_envs), np.float32)
         self.terminated = np.zeros((per_env, n_envs), bool)

@@ -63,7 +63,7 @@ class PrioritizedReplayBuffer:
     def __init__(self, capacity: int, obs_shape: Sequence[int], device: Any = None,
                  n_step: int = 1, gamma: float = 0.99, alpha: float = 0.6, beta: float = 0.4,
                  eps: float = 1e-6, *, n_envs: int = 1, frame_stack: Optional[int] = None,
-                 stack_axis: Optional[int] = None) -> None:
+                 stack_axis: Optional[int] = None, disk: Optional[str] = None) -> None:
         capacity = validate.check_int("capacity", capacity, 1)
         self.n_envs = validate.check_int("n_envs", n_envs, 1, capacity)
         self.n_step = validate.check_int("n_step", n_step, 1)
@@ -79,7 +79,7 @@ class PrioritizedReplayBuffer:
         self.capacity = self.per_env * self.n_envs
         self.obs_shape = tuple(int(d) for d in obs_shape)
         # one store per env: each env's window emits its transitions at its own pace
-        self.stores = [FrameStore(self.per_env, 1, self.obs_shape, stack, axis)
+        self.stores = [FrameStore(self.per_env, 1, self.obs_shape, stack, axis, disk)
                        for _ in range(self.n_envs)]
         self.actions = np.zeros(self.capacity, np.int64)
         self.rewards = np.zeros(self.capacity, np.float32)

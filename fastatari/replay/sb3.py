@@ -33,14 +33,15 @@ class ReplayBuffer(buffers.ReplayBuffer):
       observation of an episode's last transition is its true last one, where SB3 returns the
       next episode's first (every loss masks it with ``dones``);
     - observations must be uint8 image stacks (``frame_stack``, ``stack_axis``:
-      :func:`~fastatari.replay.layout.stack_layout`; pass them as ``replay_buffer_kwargs``).
+      :func:`~fastatari.replay.layout.stack_layout`; pass them as ``replay_buffer_kwargs``,
+      with ``disk=FOLDER`` for frames in a memory-mapped file).
     """
 
     def __init__(self, buffer_size: int, observation_space: spaces.Space,
                  action_space: spaces.Space, device: Union[th.device, str] = "auto",
                  n_envs: int = 1, optimize_memory_usage: bool = False,
                  handle_timeout_termination: bool = True, frame_stack: Optional[int] = None,
-                 stack_axis: Optional[int] = None) -> None:
+                 stack_axis: Optional[int] = None, disk: Optional[str] = None) -> None:
         if not isinstance(observation_space, spaces.Box) or observation_space.dtype != np.uint8:
             raise TypeError(f"fastatari.replay.ReplayBuffer stores uint8 image stacks, got "
                             f"{observation_space}: use stable_baselines3's ReplayBuffer")
@@ -51,7 +52,8 @@ class ReplayBuffer(buffers.ReplayBuffer):
         self.buffer_size = max(buffer_size // n_envs, 1)
         self.optimize_memory_usage = optimize_memory_usage
         self.handle_timeout_termination = handle_timeout_termination
-        self.frames = FrameStore(self.buffer_size, n_envs, observation_space.shape, stack, axis)
+        self.frames = FrameStore(self.buffer_size, n_envs, observation_space.shape, stack, axis,
+                                 disk)
         shape = (self.buffer_size, self.n_envs)
         self.actions = np.zeros((*shape, self.action_dim),
                                 dtype=self._maybe_cast_dtype(action_space.dtype))
