@@ -84,7 +84,8 @@ if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
     (cd "$ROOT" && tar cf - --exclude=./build --exclude=./dist --exclude='./.venv*' \
         --exclude='*.so' --exclude='*.pyd' --exclude=./fastatari/kernels/_kernels.c \
-        --exclude=./fastatari/vector/_wait.c --exclude=./fastatari/vector/_step.c .) |
+        --exclude=./fastatari/vector/_wait.c --exclude=./fastatari/vector/_step.c \
+        --exclude=./fastatari/replay/_core.c .) |
         tar xf - -C "$SRC"
 fi
 [[ -f "$SRC/pyproject.toml" && -f "$SRC/fastatari/kernels/_kernels.pyx" ]] || fail "incomplete source copy"
@@ -94,13 +95,14 @@ step "1/6 sdist: build it and check it holds sources only"
 logged sdist "$TOOLS" -m build --sdist --outdir "$WORK/dist" "$SRC"
 SDIST="$(ls "$WORK"/dist/*.tar.gz)"
 tar tzf "$SDIST" >"$WORK/sdist.txt"
-if grep -E '(^|/)fastatari/(kernels/_kernels|vector/_wait|vector/_step)\.c$|\.(so|pyd|dylib|dll|o|obj)$' \
+if grep -E '(^|/)fastatari/(kernels/_kernels|vector/_wait|vector/_step|replay/_core)\.c$|\.(so|pyd|dylib|dll|o|obj)$' \
     "$WORK/sdist.txt"; then
     fail "the sdist contains generated or compiled files (listed above)"
 fi
 for need in fastatari/kernels/_kernels.pyx fastatari/kernels/_csrc.pxd csrc/fastatari.h \
     csrc/fa_kernels.c csrc/fa_plan.c fastatari/vector/_wait.pyx fastatari/vector/fa_wait.pxd \
-    fastatari/vector/_step.pyx \
+    fastatari/vector/_step.pyx fastatari/replay/_core.pyx fastatari/replay/fa_replay.pxd \
+    fastatari/replay/csrc/fa_replay.c fastatari/replay/csrc/fa_replay.h \
     fastatari/vector/csrc/fa_wait.h fastatari/vector/csrc/fa_wait.c tests/conftest.py \
     tests/kernels/test_kernels.py tests/vector/test_wait.py pyproject.toml setup.py LICENSE \
     README.md; do
@@ -147,7 +149,8 @@ mkdir -p "$WORK/wheel-contents"
 "$TOOLS" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
     "$WHEEL" "$WORK/wheel-contents"
 mapfile -t sos < <(find "$WORK/wheel-contents" -name '*.so*' -type f)
-for module in fastatari/kernels/_kernels fastatari/vector/_wait fastatari/vector/_step; do
+for module in fastatari/kernels/_kernels fastatari/vector/_wait fastatari/vector/_step \
+    fastatari/replay/_core; do
     compgen -G "$WORK/wheel-contents/$module.*.so" >/dev/null ||
         fail "no compiled module $module in $WHEEL_NAME"
 done
