@@ -74,10 +74,10 @@ class ReplayMemory:
         true next observation, the final one where an episode ended). Checked whole before
         anything is stored."""
         n = self.n_envs
-        actions = _rows("actions", actions, (n, *self.actions.shape[2:]), self.actions.dtype)
-        rewards = _rows("rewards", rewards, (n,), np.float32)
-        terminated = _rows("terminated", terminated, (n,), bool)
-        truncated = _rows("truncated", truncated, (n,), bool)
+        actions = check_rows("actions", actions, (n, *self.actions.shape[2:]), self.actions.dtype)
+        rewards = check_rows("rewards", rewards, (n,), np.float32)
+        terminated = check_rows("terminated", terminated, (n,), bool)
+        truncated = check_rows("truncated", truncated, (n,), bool)
         pos = self.frames.pos
         self.frames.put(obs, next_obs)  # checks the stacks before it stores anything
         self.actions[pos], self.rewards[pos] = actions, rewards
@@ -116,7 +116,9 @@ class ReplayMemory:
             getattr(self, name)[...] = array
 
 
-def _rows(name: str, value: Any, shape: tuple, dtype: Any) -> np.ndarray:
+def check_rows(name: str, value: Any, shape: tuple, dtype: Any) -> np.ndarray:
+    """``value`` as an array of ``shape`` and ``dtype``; ValueError (TypeError for things
+    that are not numbers) naming ``name`` otherwise."""
     array = np.asarray(value)
     if array.shape != shape:
         raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")

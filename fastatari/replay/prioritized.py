@@ -12,6 +12,7 @@ import numpy as np
 from fastatari.core import validate
 from fastatari.replay._core import FrameStore, SumTree
 from fastatari.replay.layout import stack_layout
+from fastatari.replay.memory import check_rows
 
 __all__ = ["PrioritizedBatch", "PrioritizedReplayBuffer"]
 
@@ -113,11 +114,11 @@ class PrioritizedReplayBuffer:
                 raise TypeError(f"{name} must be a uint8 array of shape {shape}")
             if array.shape != shape:
                 raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
-        action = _column("action", action, n, np.int64)
-        reward = _column("reward", reward, n, np.float64)
-        done = _column("done", done, n, bool)
+        action = check_rows("action", action, (n,), np.int64)
+        reward = check_rows("reward", reward, (n,), np.float64)
+        done = check_rows("done", done, (n,), bool)
         truncated = np.zeros(n, bool) if truncated is None else \
-            _column("truncated", truncated, n, bool)
+            check_rows("truncated", truncated, (n,), bool)
         for e in range(n):
             window = self.windows[e]
             window.append(_Step(obs[e].copy(), action[e], float(reward[e]), next_obs[e].copy(),
@@ -190,11 +191,3 @@ class PrioritizedReplayBuffer:
         self.tree.set(indices, priorities ** self.alpha)
         self.max_priority = max(self.max_priority, float(priorities.max(initial=0.0)))
 
-
-def _column(name: str, value: Any, n: int, dtype: Any) -> np.ndarray:
-    array = np.asarray(value)
-    if array.shape not in ((n,), (n, 1)):
-        raise ValueError(f"{name} must hold one value per env ({n}), got shape {array.shape}")
-    if array.dtype == object:
-        raise TypeError(f"{name} must be numbers")
-    return array.reshape(n).astype(dtype, copy=False)
