@@ -93,7 +93,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
         for k, ref in refs.items():
             while True:  # an actor lost meanwhile is recovered, then asked again
                 try:
-                    steps, (ended, restarted), rows = executor.get(ref)[1]
+                    steps, (ended, restarted), rows = executor.get(ref)
                     break
                 except Recovered as recovered:
                     self.book.apply([recovered.reply])

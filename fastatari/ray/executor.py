@@ -60,12 +60,10 @@ class Recovered(Exception):
 
 @dataclass
 class _Call:
-    """A remote call in flight: enough to send it again after a recovery."""
+    """A remote call in flight: its actor, the actor's epoch when sent, the envs it steps."""
 
     actor: int
     epoch: int
-    method: str
-    args: Tuple[Any, ...]
     ids: Optional[np.ndarray] = None  # the envs a run call steps (global ids)
 
 
@@ -215,10 +213,10 @@ class RayExecutor(Executor):
             ref = actor.describe.remote()
         else:
             ref = getattr(actor, method).remote(self._epoch[k], *args)
-        self._calls[ref] = _Call(k, self._epoch[k], method, args, ids)
+        self._calls[ref] = _Call(k, self._epoch[k], ids)
         return ref
 
-    def get(self, ref: Any) -> Tuple[_Call, Any]:
+    def get(self, ref: Any) -> Any:
         """A call's result. A call lost with its actor, or that raised in it (which may leave
         its games half-stepped), recovers the actor (once per fault) and raises
         :class:`Recovered` with the restart's report (the call's envs lost)."""
@@ -246,7 +244,7 @@ class RayExecutor(Executor):
             self.close()
             raise
         self._policy.progress(call.actor)
-        return call, value
+        return value
 
     def call(self, k: int, method: str, *args: Any) -> Tuple[Any, List[Reply]]:
         """Call actor ``k`` and wait; a call lost with its actor is sent again once the actor
@@ -255,7 +253,7 @@ class RayExecutor(Executor):
         seen: List[Reply] = []
         while True:
             try:
-                return self.get(self.submit(k, method, *args))[1], seen
+                return self.get(self.submit(k, method, *args)), seen
             except Recovered as recovered:
                 seen.append(recovered.reply)
                 if recovered.reply.payload is not None:
@@ -345,7 +343,7 @@ class RayExecutor(Executor):
         """The replies of a finished call, its rows written into the driver's columns."""
         call = self._calls[ref]
         try:
-            return self._take_answer(call.actor, self.get(ref)[1])
+            return self._take_answer(call.actor, self.get(ref))
         except Recovered as recovered:
             return [recovered.reply]
 

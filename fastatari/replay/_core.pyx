@@ -196,21 +196,26 @@ cdef class FrameStore:
         cdef int64_t[::1] o = self.refs[self.pos, e, 0], n = self.refs[self.pos, e, 1]
         cdef int64_t[::1] last_obs = self.last[e, 0], last_next = self.last[e, 1]
         cdef bint seen = self.has_last[e]
-        self._match(obs, o, last_next if seen else None, last_obs if seen else None)
-        self._match(nxt, n, o, last_next if seen else None)
+        # the usual shifts first: an observation is the last next one (0) and the last
+        # observation moved on a frame (1); a next observation is its observation moved on a
+        # frame (1), and the last next one moved on a frame (1)
+        self._match(obs, o, last_next if seen else None, 0, last_obs if seen else None, 1)
+        self._match(nxt, n, o, 1, last_next if seen else None, 1)
         self.last[e, 0, :] = o
         self.last[e, 1, :] = n
         self.has_last[e] = 1
 
     cdef _match(self, const uint8_t *stack, int64_t[::1] out, int64_t[::1] first,
-                int64_t[::1] second):
+                int64_t first_shift, int64_t[::1] second, int64_t second_shift):
         """The serials of ``stack``'s frames into ``out``: a frame of the candidate stacks
-        ``first`` or ``second`` (None: no candidate) where it equals one, the zero frame,
-        the frame before it repeated, else a new frame."""
+        ``first`` or ``second`` (None: no candidate; each with the shift to try first) where
+        it equals one, the zero frame, the frame before it repeated, else a new frame."""
         cdef int64_t j, i, k = self.stack
         cdef int64_t shift[2]
+        cdef int64_t usual[2]
         cdef int64_t[::1] candidate
         shift[0] = shift[1] = _UNALIGNED
+        usual[0], usual[1] = first_shift, second_shift
         for j in range(k):
             out[j] = -2
             for i in range(2):
@@ -218,7 +223,7 @@ cdef class FrameStore:
                 if candidate is None:
                     continue
                 if shift[i] == _UNALIGNED:
-                    shift[i] = self._shift(stack, candidate)
+                    shift[i] = self._shift(stack, candidate, usual[i])
                 if shift[i] != _NO_SHIFT and 0 <= j + shift[i] < k \
                         and candidate[j + shift[i]] >= 0 \
                         and self._same(stack, j, candidate[j + shift[i]]):
@@ -233,10 +238,11 @@ cdef class FrameStore:
             else:
                 out[j] = self._store(stack, j)
 
-    cdef int64_t _shift(self, const uint8_t *stack, int64_t[::1] candidate):
+    cdef int64_t _shift(self, const uint8_t *stack, int64_t[::1] candidate, int64_t usual):
         """``d`` such that frame ``j`` of ``stack`` is likely frame ``j + d`` of
         ``candidate``: where the candidate's newest (else its oldest) stored frame lies in
-        ``stack``, nearest to no shift first."""
+        ``stack``, ``usual`` first (a screen that stood still matches at several shifts),
+        then nearest to no shift."""
         cdef int64_t k = self.stack, q, m, step, end, side
         for end in range(2):  # anchor: the newest stored frame, then the oldest
             q = -1
@@ -246,6 +252,8 @@ cdef class FrameStore:
                     break
             if q < 0:
                 return _NO_SHIFT
+            if 0 <= q - usual < k and self._same(stack, q - usual, candidate[q]):
+                return usual
             for step in range(k):  # m = q, q - 1, q + 1, q - 2, ...
                 for side in range(2 if step else 1):
                     m = q - step if side == 0 else q + step
@@ -270,18 +278,7 @@ cdef class FrameStore:
     def gather(self, slots, envs, out_obs=None, out_next=None, rows=None):
         """The stacks of transitions ``(slots[b], envs[b])``, written into ``out_obs`` and
         ``out_next`` (new arrays when None) at row ``b``, or ``rows[b]``; returns both."""
-        slots = np.asarray(slots)
-        envs = np.asarray(envs)
-        if slots.dtype.kind not in "iu" or envs.dtype.kind not in "iu":
-            raise TypeError("slots and envs must be integer arrays")
-        if slots.ndim != 1 or envs.shape != slots.shape:
-            raise ValueError(f"slots and envs must be 1-D of one length, got {slots.shape} "
-                             f"and {envs.shape}")
-        size = self.size
-        if slots.size and (slots.min() < 0 or slots.max() >= size):
-            raise IndexError(f"slots must be in [0, {size}): {size} are written")
-        if envs.size and (envs.min() < 0 or envs.max() >= self.n_envs):
-            raise IndexError(f"envs must be in [0, {self.n_envs})")
+        slots, envs = self._checked(slots, envs)
         batch = (slots.size,) + self.obs_shape
         if rows is not None:
             if out_obs is None or out_next is None:
@@ -297,8 +294,8 @@ cdef class FrameStore:
             out_obs, out_next = np.empty((2,) + batch, np.uint8)
         out_obs = self._out(out_obs, batch, "out_obs")
         out_next = self._out(out_next, batch, "out_next")
-        cdef int64_t[::1] s = slots.astype(np.int64, copy=False)
-        cdef int64_t[::1] v = envs.astype(np.int64, copy=False)
+        cdef int64_t[::1] s = slots
+        cdef int64_t[::1] v = envs
         cdef uint8_t[:, ::1] a = out_obs.reshape(batch[0], self.stack_bytes)
         cdef uint8_t[:, ::1] b = out_next.reshape(batch[0], self.stack_bytes)
         cdef int64_t[::1] r = (np.arange(slots.size) if rows is None else rows).astype(
@@ -328,6 +325,59 @@ cdef class FrameStore:
         finally:
             free(frames)
         return out_obs, out_next
+
+    def gather_strip(self, slots, envs):
+        """The common case of :meth:`gather` with each frame a pair shares written once: when
+        the stacks lie channels first and every drawn pair's next observation is its
+        observation shifted by one frame, a ``(B, stack + 1, frame bytes)`` array whose
+        ``[:, :stack]`` is the observations and ``[:, 1:]`` the next ones; else None."""
+        if self.shape.outer != 1:
+            return None
+        slots, envs = self._checked(slots, envs)
+        cdef int64_t[::1] s = slots
+        cdef int64_t[::1] v = envs
+        cdef Py_ssize_t i, count = s.shape[0]
+        cdef int64_t j, k = self.stack
+        cdef bint shifted = True
+        with nogil:
+            for i in range(count):
+                for j in range(k - 1):
+                    if self.refs[s[i], v[i], 1, j] != self.refs[s[i], v[i], 0, j + 1]:
+                        shifted = False
+        if not shifted:
+            return None
+        strip = np.empty((count, k + 1, self.frame_bytes), np.uint8)
+        cdef uint8_t[:, :, ::1] out = strip
+        cdef fa_stack_shape shape = self.shape
+        shape.k = k + 1
+        cdef const uint8_t **frames = <const uint8_t **>malloc((k + 1) * sizeof(void *))
+        if frames == NULL:
+            raise MemoryError()
+        try:
+            with nogil:
+                for i in range(count):
+                    for j in range(k):
+                        frames[j] = self.frame(self.refs[s[i], v[i], 0, j])
+                    frames[k] = self.frame(self.refs[s[i], v[i], 1, k - 1])
+                    fa_stack_build(&out[i, 0, 0], shape, frames)
+        finally:
+            free(frames)
+        return strip
+
+    def _checked(self, slots, envs):
+        slots = np.asarray(slots)
+        envs = np.asarray(envs)
+        if slots.dtype.kind not in "iu" or envs.dtype.kind not in "iu":
+            raise TypeError("slots and envs must be integer arrays")
+        if slots.ndim != 1 or envs.shape != slots.shape:
+            raise ValueError(f"slots and envs must be 1-D of one length, got {slots.shape} "
+                             f"and {envs.shape}")
+        size = self.size
+        if slots.size and (slots.min() < 0 or slots.max() >= size):
+            raise IndexError(f"slots must be in [0, {size}): {size} are written")
+        if envs.size and (envs.min() < 0 or envs.max() >= self.n_envs):
+            raise IndexError(f"envs must be in [0, {self.n_envs})")
+        return slots.astype(np.int64, copy=False), envs.astype(np.int64, copy=False)
 
     def _out(self, out, shape, str name):
         if out is None:

@@ -94,17 +94,34 @@ class ReplayBuffer(buffers.ReplayBuffer):
     def _get_samples(self, batch_inds: np.ndarray, env: Optional[VecNormalize] = None
                      ) -> ReplayBufferSamples:
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        obs, next_obs = self.frames.gather(batch_inds, env_indices)
+        obs, next_obs = self._stacks(batch_inds, env_indices, env)
         data = (
-            self._normalize_obs(obs, env),
             self.actions[batch_inds, env_indices, :],
-            self._normalize_obs(next_obs, env),
             (self.dones[batch_inds, env_indices]
              * (1 - self.timeouts[batch_inds, env_indices])).reshape(-1, 1),
             self._normalize_reward(self.rewards[batch_inds, env_indices].reshape(-1, 1), env),
         )
         # every array is this call's own: shared with the tensors, not copied again
-        return ReplayBufferSamples(*(th.as_tensor(a, device=self.device) for a in data))
+        actions, dones, rewards = (th.as_tensor(a, device=self.device) for a in data)
+        return ReplayBufferSamples(obs, actions, next_obs, dones, rewards)
+
+    def _stacks(self, batch_inds: np.ndarray, env_indices: np.ndarray,
+                env: Optional[VecNormalize]) -> tuple:
+        """The drawn observations and next observations as tensors. Where each next
+        observation is its observation shifted by a frame (almost always), the frames they
+        share are written once: both are views of one strip (they overlap: do not write into
+        them in place)."""
+        strip = None if env is not None else self.frames.gather_strip(batch_inds, env_indices)
+        if strip is None:
+            obs, next_obs = self.frames.gather(batch_inds, env_indices)
+            return (th.as_tensor(self._normalize_obs(obs, env), device=self.device),
+                    th.as_tensor(self._normalize_obs(next_obs, env), device=self.device))
+        shape = (len(batch_inds), *self.obs_shape)
+        within = [int(np.prod(self.obs_shape[i + 1:])) for i in range(len(self.obs_shape))]
+        stride = (strip.shape[1] * strip.shape[2], *within)  # in bytes: uint8
+        tensor = th.from_numpy(strip)
+        return (tensor.as_strided(shape, stride).to(self.device),
+                tensor.as_strided(shape, stride, strip.shape[2]).to(self.device))
 
     def reset(self) -> None:
         super().reset()

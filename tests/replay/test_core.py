@@ -83,12 +83,26 @@ def test_any_layout(shape, stack, axis):
     check_all(store, history)
 
 
-def test_continuing_stacks_store_one_frame_each():
+@pytest.mark.parametrize("still", [0.0, 0.5])
+def test_continuing_stacks_store_one_frame_each(still):
     """A stream of continuing stacks (no episode ends) stores one frame per transition after
-    the first stack, and zero padding is never stored."""
+    the first stack, and zero padding is never stored; a screen that stands still (a frame
+    equal to the one before) does not mislead the matching."""
     store = FrameStore(10_000, 1, (4, 6, 5), 4, 0)
-    fill(store, 500, episode=10**9)
-    assert store.frames_stored == 501  # the first frame, then one per step
+    history = fill(store, 500, episode=10**9, still=still)
+    assert store.frames_stored <= 501  # the first frame, then one per step (or fewer)
+    check_all(store, history)
+    strip = store.gather_strip(np.arange(500), np.zeros(500, int))  # every pair shifts by one
+    obs, next_obs = store.gather(np.arange(500), np.zeros(500, int))
+    np.testing.assert_array_equal(strip[:, :4].reshape(obs.shape), obs)
+    np.testing.assert_array_equal(strip[:, 1:].reshape(obs.shape), next_obs)
+
+
+def test_a_strip_only_where_every_pair_shifts_by_one():
+    store = FrameStore(50, 1, (4, 6, 5), 4, 0)
+    fill(store, 50, garbage=1.0)  # nothing continues
+    assert store.gather_strip([0, 1], [0, 0]) is None
+    assert FrameStore(5, 1, (6, 5, 4), 4, -1).gather_strip([], []) is None  # channels last
 
 
 def test_memory_follows_the_frames_alive():
