@@ -157,3 +157,28 @@ def test_dqn_trains_identically_with_either_buffer():
         finally:
             env.close()
     assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))
+
+
+def test_samples_through_vec_normalize_equal_sb3s():
+    """With a VecNormalize-like env (its normalize_obs and normalize_reward), the samples
+    still equal SB3's: the observations go through it as SB3's do."""
+
+    class Normalizer:
+        @staticmethod
+        def normalize_obs(obs):
+            return obs.astype(np.float32) / 255.0
+
+        @staticmethod
+        def normalize_reward(reward):
+            return reward * 2.0
+
+    kw = dict(device="cpu", n_envs=2)
+    ours = ReplayBuffer(40, SPACE, spaces.Discrete(6), **kw)
+    theirs = buffers.ReplayBuffer(40, SPACE, spaces.Discrete(6), **kw)
+    Feeder(2, 0).feed([ours, theirs], 30)
+    np.random.seed(0)
+    a = ours.sample(16, env=Normalizer())
+    np.random.seed(0)
+    b = theirs.sample(16, env=Normalizer())
+    for name in ("observations", "actions", "next_observations", "dones", "rewards"):
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
