@@ -8,20 +8,23 @@ then fed the same to every buffer. Per system: resident bytes per transition (th
 own arrays), ``add`` per vector step of 8 envs, ``sample(32)`` and ``sample(256)`` to torch
 tensors on the CPU (medians). ``--million``: each buffer filled to 1M transitions in its own
 process, the resident memory it adds (SB3's 28.2 GB optimised buffer cannot be held on a 24 GB
-machine: it is left out there, with the reason). ``--rainbow``: the prioritized buffer
-against CleanRL's own (its classes taken from a CleanRL checkout's ``rainbow_atari.py``, nothing
-else of the script run): drawing 32 indices with their weights, and a whole ``sample(32)``.
+machine: it is left out there, with the reason). Tianshou's and TorchRL's memory-saving buffers
+join the table where they install (the ``tianshou`` and ``torchrl`` extras). ``--rainbow``: the
+prioritized buffer against CleanRL's own (its classes taken from a CleanRL checkout's
+``rainbow_atari.py``, nothing else of the script run): drawing 32 indices with their weights,
+and a whole ``sample(32)``.
 Needs the ``rl`` extra (SB3, torch).
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 from gymnasium import spaces
@@ -62,17 +65,111 @@ def buffers(size: int) -> Dict[str, Callable[[], Any]]:
     from fastatari.replay import ReplayBuffer
 
     kw = dict(device="cpu", n_envs=N_ENVS)
-    return {
+    made: Dict[str, Callable[[], Any]] = {
         "fastatari.replay": lambda: ReplayBuffer(size, SPACE, ACTIONS, **kw),
         "SB3 ReplayBuffer": lambda: SB3(size, SPACE, ACTIONS, **kw),
         "SB3, optimize_memory_usage": lambda: SB3(size, SPACE, ACTIONS,
                                                   optimize_memory_usage=True,
                                                   handle_timeout_termination=False, **kw),
     }
+    for anchor in (TianshouBuffer, TorchRLBuffer):  # where they install
+        try:
+            anchor(1)
+        except ImportError:
+            continue
+        made[anchor.name] = functools.partial(anchor, size)
+    return made
+
+
+def _terminated_truncated(done: np.ndarray, infos: List[dict]) -> Tuple[np.ndarray, np.ndarray]:
+    truncated = np.array([bool(i.get("TimeLimit.truncated", False)) for i in infos])
+    return done & ~truncated, truncated
+
+
+class TianshouBuffer:
+    """Tianshou's memory-saving Atari buffer (stack_num=4, only the last frame of each
+    observation, no obs_next), fed as its Collector feeds it; samples as torch tensors."""
+
+    name = "Tianshou VectorReplayBuffer, stack_num=4, last frame only"
+
+    def __init__(self, size: int) -> None:
+        from tianshou.data import VectorReplayBuffer
+
+        self.buffer = VectorReplayBuffer(size, buffer_num=N_ENVS, stack_num=4,
+                                         ignore_obs_next=True, save_only_last_obs=True)
+
+    def add(self, obs, next_obs, action, reward, done, infos) -> None:
+        from tianshou.data import Batch
+
+        terminated, truncated = _terminated_truncated(done, infos)
+        info = np.array([dict(i, env_id=k) for k, i in enumerate(infos)])
+        self.buffer.add(Batch(obs=obs, act=action, rew=reward, terminated=terminated,
+                              truncated=truncated, done=done, obs_next=next_obs, info=info),
+                        buffer_ids=np.arange(N_ENVS))
+
+    def sample(self, batch_size: int) -> tuple:
+        import torch
+
+        batch, _ = self.buffer.sample(batch_size)
+        return tuple(torch.as_tensor(a) for a in (batch.obs, batch.obs_next, batch.act,
+                                                  batch.rew, batch.terminated))
+
+    @property
+    def nbytes(self) -> int:
+        def size(batch: Any) -> int:
+            return batch.nbytes if isinstance(batch, np.ndarray) else sum(
+                size(value) for _, value in batch.items())
+        return size(self.buffer._meta)
+
+
+class TorchRLBuffer:
+    """TorchRL's single frames stacked at sample time (CatFrames' replay-buffer transform
+    and slice sampler), fed one [envs, 1 step] TensorDict per step."""
+
+    name = "TorchRL ReplayBuffer + CatFrames, single frames"
+
+    def __init__(self, size: int) -> None:
+        from torchrl.data import LazyTensorStorage, ReplayBuffer
+        from torchrl.envs import CatFrames
+
+        cat = CatFrames(N=4, dim=-3, in_keys=["pixels"], out_keys=["pixels_stack"],
+                        reset_key="_reset")  # outside an env: no parent to read it from
+        transform, sampler = cat.make_rb_transform_and_sampler(
+            batch_size=32, end_key=("next", "done"), strict_length=True)
+        self.buffer = ReplayBuffer(storage=LazyTensorStorage(size, ndim=2), sampler=sampler,
+                                   transform=transform, batch_size=32)
+
+    def add(self, obs, next_obs, action, reward, done, infos) -> None:
+        import torch
+        from tensordict import TensorDict
+
+        terminated, truncated = _terminated_truncated(done, infos)
+        n = N_ENVS
+        after = {"pixels": torch.from_numpy(next_obs[:, -1:]),
+                 "reward": torch.from_numpy(np.asarray(reward, np.float32)),
+                 "done": torch.from_numpy(done).view(n, 1),
+                 "terminated": torch.from_numpy(terminated).view(n, 1),
+                 "truncated": torch.from_numpy(truncated).view(n, 1)}
+        step = TensorDict({"pixels": torch.from_numpy(obs[:, -1:]),
+                           "action": torch.from_numpy(action),
+                           "next": TensorDict(after, [n])}, [n])
+        self.buffer.extend(step.unsqueeze(1))  # [env, time]
+
+    def sample(self, batch_size: int) -> tuple:
+        batch = self.buffer.sample(batch_size)
+        return (batch["pixels_stack"], batch["next", "pixels_stack"], batch["action"],
+                batch["next", "reward"], batch["next", "terminated"])
+
+    @property
+    def nbytes(self) -> int:
+        columns = self.buffer._storage._storage.values(include_nested=True, leaves_only=True)
+        return sum(t.numel() * t.element_size() for t in columns)
 
 
 def own_bytes(buffer: Any) -> int:
     """The buffer's arrays (for fastatari, the frame chunks as allocated)."""
+    if isinstance(buffer, (TianshouBuffer, TorchRLBuffer)):
+        return buffer.nbytes
     if hasattr(buffer, "frames"):
         small = sum(getattr(buffer, a).nbytes for a in ("actions", "rewards", "dones",
                                                         "timeouts"))
@@ -100,16 +197,18 @@ def side_by_side(transitions: int) -> None:
             start = time.perf_counter()
             buffer.add(*step)
             add_us[name].append((time.perf_counter() - start) * 1e6)
-    print(f"{transitions} transitions of Breakout (84x84 gray, stack 4), {N_ENVS} envs\n")
+    print(f"{transitions} transitions of Breakout (84x84 gray, stack 4), {N_ENVS} envs, "
+          f"torch threads: {__import__('torch').get_num_threads()}\n")
     print("| buffer | KB per transition | add µs per step of 8 envs | sample(32) µs | "
           "sample(256) µs |")
     print("|---|---|---|---|---|")
     rows = {}
     for name, buffer in made.items():
         np.random.seed(0)
+        slow = isinstance(buffer, TorchRLBuffer)  # a tenth of a second and more a sample
         rows[name] = (own_bytes(buffer) / transitions / 1e3, float(np.median(add_us[name])),
-                      median_us(lambda b=buffer: b.sample(32), 300),
-                      median_us(lambda b=buffer: b.sample(256), 100))
+                      median_us(lambda b=buffer: b.sample(32), 20 if slow else 300),
+                      median_us(lambda b=buffer: b.sample(256), 5 if slow else 100))
     for name, (kb, add, s32, s256) in rows.items():
         print(f"| {name} | {kb:.2f} | {add:.0f} | {s32:.0f} | {s256:.0f} |")
     base = rows["SB3, optimize_memory_usage"]
