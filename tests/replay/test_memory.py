@@ -72,3 +72,68 @@ def test_bad_input_is_refused_whole():
         ReplayMemory(4, (4, 6, 5), n_envs=5)
     with pytest.raises(ValueError, match="image stacks"):
         ReplayMemory(4, (8,))
+
+
+def check_fed(memory: ReplayMemory, fed: list) -> None:
+    """Every stored transition gathers back the stacks it was fed (``fed``: (obs, next)
+    per add, oldest first)."""
+    size = memory.frames.size
+    slots = np.repeat(np.arange(size), memory.n_envs)
+    envs = np.tile(np.arange(memory.n_envs), size)
+    obs, next_obs = memory.frames.gather(slots, envs)
+    for i, (slot, env) in enumerate(zip(slots, envs, strict=True)):
+        age = (memory.frames.pos - 1 - slot) % memory.frames.capacity
+        np.testing.assert_array_equal(obs[i], fed[-1 - age][0][env])
+        np.testing.assert_array_equal(next_obs[i], fed[-1 - age][1][env])
+
+
+@pytest.mark.parametrize("padding_type", ["reset", "zero"])
+@pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step"])
+def test_fastataris_vector_env_in_each_autoreset_mode(autoreset_mode, padding_type):
+    """Real stacks: fastatari's vector env (episodes end often: a short time limit), in both
+    autoreset modes and padding types, copy=False views included; the ring wraps."""
+    import fastatari
+
+    envs = fastatari.make_vec("breakout", 2, num_workers=1, autoreset_mode=autoreset_mode,
+                              max_num_frames_per_episode=100, padding_type=padding_type,
+                              copy=False)
+    memory = ReplayMemory(120, envs.single_observation_space.shape, n_envs=2)
+    fed = []
+    try:
+        obs = envs.reset(seed=0)[0].copy()
+        rng = np.random.default_rng(0)
+        for _ in range(150):
+            next_obs, reward, terminated, truncated, info = envs.step(rng.integers(0, 4, 2))
+            real_next = next_obs.copy()
+            for i in np.flatnonzero(info.get("_final_obs", np.zeros(2, bool))):
+                real_next[i] = info["final_obs"][i]
+            memory.add(obs, real_next, np.zeros(2, int), reward, terminated, truncated)
+            fed.append((obs, real_next))
+            obs = next_obs.copy()
+    finally:
+        envs.close()
+    check_fed(memory, fed)
+    assert memory.frames.frames_stored < 1.5 * len(memory)  # about one frame a transition
+
+
+@pytest.mark.parametrize("padding_type", ["reset", "zero"])
+def test_gymnasiums_frame_stack_observation(padding_type):
+    """Real stacks: gymnasium's own pipeline (AtariPreprocessing, FrameStackObservation in
+    both padding types), episodes cut short."""
+    import ale_py
+    import gymnasium
+
+    gymnasium.register_envs(ale_py)
+    env = gymnasium.make("ALE/Breakout-v5", frameskip=1, max_episode_steps=120)
+    env = gymnasium.wrappers.AtariPreprocessing(env, frame_skip=4)
+    env = gymnasium.wrappers.FrameStackObservation(env, 4, padding_type=padding_type)
+    memory = ReplayMemory(200, env.observation_space.shape)
+    fed = []
+    obs, _ = env.reset(seed=0)
+    for t in range(150):
+        next_obs, reward, terminated, truncated, _ = env.step(t % 4)
+        memory.add(obs[None], next_obs[None], [0], [reward], [terminated], [truncated])
+        fed.append((obs[None], next_obs[None]))
+        obs = env.reset()[0] if terminated or truncated else next_obs
+    env.close()
+    check_fed(memory, fed)
