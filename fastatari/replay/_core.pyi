@@ -26,10 +26,8 @@ class FrameStore:
     def gather(self, slots: npt.ArrayLike, envs: npt.ArrayLike,
                out_obs: Optional[npt.NDArray[np.uint8]] = None,
                out_next: Optional[npt.NDArray[np.uint8]] = None,
-               rows: Optional[npt.ArrayLike] = None
+               rows: Optional[npt.ArrayLike] = None, shared: bool = False
                ) -> Tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]: ...
-    def gather_strip(self, slots: npt.ArrayLike, envs: npt.ArrayLike
-                     ) -> Optional[npt.NDArray[np.uint8]]: ...
     @property
     def frames_stored(self) -> int: ...
     @property

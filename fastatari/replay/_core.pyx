@@ -20,6 +20,8 @@ import tempfile
 
 import numpy as np
 
+from fastatari.replay.layout import check_stacks
+
 from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stack_build,
                                          fa_stack_shape, fa_sumtree_find, fa_sumtree_set)
 
@@ -44,6 +46,7 @@ cdef class FrameStore:
     cdef readonly int64_t capacity, n_envs, stack, pos, next_serial
     cdef readonly bint full
     cdef readonly tuple obs_shape
+    cdef tuple stack_strides
     cdef readonly int axis
     cdef fa_stack_shape shape
     cdef int64_t frame_bytes, stack_bytes, table_size
@@ -72,6 +75,7 @@ cdef class FrameStore:
                              f"entries of axis {axis} of the shape {obs_shape}")
         self.capacity, self.n_envs, self.stack = capacity, n_envs, stack
         self.obs_shape, self.axis = obs_shape, axis
+        self.stack_strides = np.empty(obs_shape, np.uint8).strides  # a stack's own layout
         self.shape.outer = int(np.prod(obs_shape[:axis], dtype=np.int64))
         self.shape.k = stack
         self.shape.inner = (obs_shape[axis] // stack) * int(np.prod(obs_shape[axis + 1:],
@@ -136,8 +140,8 @@ cdef class FrameStore:
     cdef int64_t _store(self, const uint8_t *stack, int64_t j) except -1:
         """Frame ``j`` of ``stack`` as a new frame; its serial."""
         cdef int64_t serial = self.next_serial
-        if serial % CHUNK == 0:
-            self._add_chunk(serial // CHUNK)
+        if serial % _CHUNK == 0:
+            self._add_chunk(serial // _CHUNK)
         fa_frame_store(stack, self.shape, j, <uint8_t *>self.frame(serial))
         self.next_serial += 1
         return serial
@@ -184,12 +188,7 @@ cdef class FrameStore:
             self.pos, self.full = 0, True
 
     def _stacks(self, array, str name):
-        expected = (self.n_envs,) + self.obs_shape
-        if not isinstance(array, np.ndarray) or array.dtype != np.uint8:
-            raise TypeError(f"{name} must be a uint8 array of shape {expected}, got "
-                            f"{type(array).__name__} {getattr(array, 'dtype', '')}")
-        if array.shape != expected:
-            raise ValueError(f"{name} must have the shape {expected}, got {array.shape}")
+        check_stacks(name, array, (self.n_envs,) + self.obs_shape)
         return np.ascontiguousarray(array).reshape(self.n_envs, self.stack_bytes)
 
     cdef _put_one(self, int64_t e, const uint8_t *obs, const uint8_t *nxt):
@@ -275,10 +274,26 @@ cdef class FrameStore:
         """Slots written (per stream)."""
         return self.capacity if self.full else self.pos
 
-    def gather(self, slots, envs, out_obs=None, out_next=None, rows=None):
+    cdef inline void _frames_of(self, const uint8_t **frames, int64_t slot, int64_t env,
+                                int64_t which) noexcept nogil:
+        """The frames of the observation (``which`` 0) or next observation (1) of a slot."""
+        cdef int64_t j
+        for j in range(self.stack):
+            frames[j] = self.frame(self.refs[slot, env, which, j])
+
+    def gather(self, slots, envs, out_obs=None, out_next=None, rows=None, shared=False):
         """The stacks of transitions ``(slots[b], envs[b])``, written into ``out_obs`` and
-        ``out_next`` (new arrays when None) at row ``b``, or ``rows[b]``; returns both."""
+        ``out_next`` (new arrays when None) at row ``b``, or ``rows[b]``; returns both.
+
+        ``shared`` (new arrays only): when the stacks lie channels first and every drawn next
+        observation is its observation moved on a frame (almost always), the frames a pair
+        shares are written once and the two come back as overlapping views of one array (do
+        not write into them)."""
         slots, envs = self._checked(slots, envs)
+        if shared and out_obs is None and out_next is None and rows is None:
+            views = self._shared(slots, envs)
+            if views is not None:
+                return views
         batch = (slots.size,) + self.obs_shape
         if rows is not None:
             if out_obs is None or out_next is None:
@@ -304,36 +319,21 @@ cdef class FrameStore:
         if frames == NULL:
             raise MemoryError()
         cdef Py_ssize_t i
-        cdef int64_t j, m, ref
-        cdef bint contiguous = self.shape.outer == 1
         try:
             with nogil:
                 for i in range(s.shape[0]):
-                    for j in range(self.stack):
-                        frames[j] = self.frame(self.refs[s[i], v[i], 0, j])
+                    self._frames_of(frames, s[i], v[i], 0)
                     fa_stack_build(&a[r[i], 0], self.shape, frames)
-                    for j in range(self.stack):
-                        ref = self.refs[s[i], v[i], 1, j]
-                        frames[j] = self.frame(ref)
-                        # a frame the observation shares is read from its copy just written
-                        # (in cache), not from the store again: 5 frames read of 8, not 8
-                        for m in range(self.stack if contiguous and ref >= 0 else 0):
-                            if self.refs[s[i], v[i], 0, m] == ref:
-                                frames[j] = &a[r[i], m * self.shape.inner]
-                                break
+                    self._frames_of(frames, s[i], v[i], 1)
                     fa_stack_build(&b[r[i], 0], self.shape, frames)
         finally:
             free(frames)
         return out_obs, out_next
 
-    def gather_strip(self, slots, envs):
-        """The common case of :meth:`gather` with each frame a pair shares written once: when
-        the stacks lie channels first and every drawn pair's next observation is its
-        observation shifted by one frame, a ``(B, stack + 1, frame bytes)`` array whose
-        ``[:, :stack]`` is the observations and ``[:, 1:]`` the next ones; else None."""
+    def _shared(self, slots, envs):
+        """:meth:`gather`'s overlapping views, or None where they cannot be."""
         if self.shape.outer != 1:
             return None
-        slots, envs = self._checked(slots, envs)
         cdef int64_t[::1] s = slots
         cdef int64_t[::1] v = envs
         cdef Py_ssize_t i, count = s.shape[0]
@@ -346,7 +346,7 @@ cdef class FrameStore:
                         shifted = False
         if not shifted:
             return None
-        strip = np.empty((count, k + 1, self.frame_bytes), np.uint8)
+        strip = np.empty((count, k + 1, self.frame_bytes), np.uint8)  # frames 0..k of a pair
         cdef uint8_t[:, :, ::1] out = strip
         cdef fa_stack_shape shape = self.shape
         shape.k = k + 1
@@ -356,13 +356,15 @@ cdef class FrameStore:
         try:
             with nogil:
                 for i in range(count):
-                    for j in range(k):
-                        frames[j] = self.frame(self.refs[s[i], v[i], 0, j])
+                    self._frames_of(frames, s[i], v[i], 0)
                     frames[k] = self.frame(self.refs[s[i], v[i], 1, k - 1])
                     fa_stack_build(&out[i, 0, 0], shape, frames)
         finally:
             free(frames)
-        return strip
+        shape_ = (count,) + self.obs_shape
+        strides = (strip.strides[0],) + self.stack_strides
+        return (np.lib.stride_tricks.as_strided(strip, shape_, strides),
+                np.lib.stride_tricks.as_strided(strip[:, 1:], shape_, strides))
 
     def _checked(self, slots, envs):
         slots = np.asarray(slots)
@@ -425,7 +427,7 @@ cdef class FrameStore:
                 or has_last.shape != (self.n_envs,) \
                 or frames.shape[1:] != (self.frame_bytes,) or frames.dtype != np.uint8:
             raise ValueError("the state is of a store of another shape")
-        if not 0 <= pos < self.capacity or first < 0 or (full and pos >= self.capacity):
+        if not 0 <= pos < self.capacity or first < 0:
             raise ValueError(f"pos {pos} or first_serial {first} out of range")
         written = refs if full else refs[:pos]
         for name, used in (("refs", written), ("last", last[has_last.astype(bool)])):
@@ -528,10 +530,8 @@ cdef class SumTree:
         cdef double[::1] mass = np.empty(count, np.float64)
         slice_ = total / count
         with nogil:
-            for i in range(count):
+            for i in range(count):  # (a mass rounded past the total finds the last item)
                 mass[i] = (i + u[i]) * slice_
-                if mass[i] >= total:  # rounding at the very end
-                    mass[i] = total * (1.0 - 1e-12)
             fa_sumtree_find(&self.tree[0], self.leaves, &mass[0], &item[0], count)
             for i in range(count):
                 w = pow(size * self.tree[self.leaves + item[i]] / total, -beta)

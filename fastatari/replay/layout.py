@@ -1,8 +1,11 @@
-"""How a stack of frames lies in an observation: which axis, how many frames."""
+"""What a replay memory takes: how a stack of frames lies in an observation (which axis, how
+many frames), and the checks of the stacks and per-env rows added."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
 
 
 def stack_layout(obs_shape: Sequence[int], frame_stack: Optional[int] = None,
@@ -31,3 +34,23 @@ def stack_layout(obs_shape: Sequence[int], frame_stack: Optional[int] = None,
         raise ValueError(f"frame_stack must be a positive int dividing the {length} entries of "
                          f"axis {stack_axis} of the shape {shape}, got {frame_stack!r}")
     return frame_stack, stack_axis % len(shape)
+
+
+def check_stacks(name: str, array: Any, shape: Tuple[int, ...]) -> None:
+    """``array`` must be a uint8 NumPy array of ``shape`` (TypeError, else ValueError)."""
+    if not isinstance(array, np.ndarray) or array.dtype != np.uint8:
+        raise TypeError(f"{name} must be a uint8 array of shape {shape}, got "
+                        f"{type(array).__name__} {getattr(array, 'dtype', '')}")
+    if array.shape != shape:
+        raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
+
+
+def check_rows(name: str, value: Any, shape: tuple, dtype: Any) -> np.ndarray:
+    """``value`` as an array of ``shape`` and ``dtype``; ValueError (TypeError for things
+    that are not numbers) naming ``name`` otherwise."""
+    array = np.asarray(value)
+    if array.shape != shape:
+        raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
+    if np.dtype(dtype) != bool and array.dtype == object:
+        raise TypeError(f"{name} must be numbers, got {array.dtype}")
+    return array.astype(dtype, copy=False)

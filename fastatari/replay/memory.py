@@ -9,7 +9,7 @@ import numpy as np
 
 from fastatari.core import validate
 from fastatari.replay._core import FrameStore
-from fastatari.replay.layout import stack_layout
+from fastatari.replay.layout import check_rows, stack_layout
 
 __all__ = ["Batch", "ReplayMemory"]
 
@@ -115,13 +115,3 @@ class ReplayMemory:
         for name, array in arrays.items():
             getattr(self, name)[...] = array
 
-
-def check_rows(name: str, value: Any, shape: tuple, dtype: Any) -> np.ndarray:
-    """``value`` as an array of ``shape`` and ``dtype``; ValueError (TypeError for things
-    that are not numbers) naming ``name`` otherwise."""
-    array = np.asarray(value)
-    if array.shape != shape:
-        raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
-    if np.dtype(dtype) != bool and array.dtype == object:
-        raise TypeError(f"{name} must be numbers, got {array.dtype}")
-    return array.astype(dtype, copy=False)

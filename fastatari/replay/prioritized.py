@@ -11,8 +11,7 @@ import numpy as np
 
 from fastatari.core import validate
 from fastatari.replay._core import FrameStore, SumTree
-from fastatari.replay.layout import stack_layout
-from fastatari.replay.memory import check_rows
+from fastatari.replay.layout import check_rows, check_stacks, stack_layout
 
 __all__ = ["PrioritizedBatch", "PrioritizedReplayBuffer"]
 
@@ -108,12 +107,8 @@ class PrioritizedReplayBuffer:
             truncated: Any = None) -> None:
         """One step of every env (see the class); checked whole before anything is kept."""
         n = self.n_envs
-        shape = (n, *self.obs_shape)
-        for name, array in (("obs", obs), ("next_obs", next_obs)):
-            if not isinstance(array, np.ndarray) or array.dtype != np.uint8:
-                raise TypeError(f"{name} must be a uint8 array of shape {shape}")
-            if array.shape != shape:
-                raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
+        check_stacks("obs", obs, (n, *self.obs_shape))  # here: the windows keep them first
+        check_stacks("next_obs", next_obs, (n, *self.obs_shape))
         action = check_rows("action", action, (n,), np.int64)
         reward = check_rows("reward", reward, (n,), np.float64)
         done = check_rows("done", done, (n,), bool)

@@ -107,21 +107,12 @@ class ReplayBuffer(buffers.ReplayBuffer):
 
     def _stacks(self, batch_inds: np.ndarray, env_indices: np.ndarray,
                 env: Optional[VecNormalize]) -> tuple:
-        """The drawn observations and next observations as tensors. Where each next
-        observation is its observation shifted by a frame (almost always), the frames they
-        share are written once: both are views of one strip (they overlap: do not write into
-        them in place)."""
-        strip = None if env is not None else self.frames.gather_strip(batch_inds, env_indices)
-        if strip is None:
-            obs, next_obs = self.frames.gather(batch_inds, env_indices)
-            return (th.as_tensor(self._normalize_obs(obs, env), device=self.device),
-                    th.as_tensor(self._normalize_obs(next_obs, env), device=self.device))
-        shape = (len(batch_inds), *self.obs_shape)
-        within = [int(np.prod(self.obs_shape[i + 1:])) for i in range(len(self.obs_shape))]
-        stride = (strip.shape[1] * strip.shape[2], *within)  # in bytes: uint8
-        tensor = th.from_numpy(strip)
-        return (tensor.as_strided(shape, stride).to(self.device),
-                tensor.as_strided(shape, stride, strip.shape[2]).to(self.device))
+        """The drawn observations and next observations as tensors; without normalisation,
+        the frames a pair shares are written once (overlapping views: ``FrameStore.gather``'s
+        ``shared``)."""
+        obs, next_obs = self.frames.gather(batch_inds, env_indices, shared=env is None)
+        return (th.as_tensor(self._normalize_obs(obs, env), device=self.device),
+                th.as_tensor(self._normalize_obs(next_obs, env), device=self.device))
 
     def reset(self) -> None:
         super().reset()

@@ -92,17 +92,25 @@ def test_continuing_stacks_store_one_frame_each(still):
     history = fill(store, 500, episode=10**9, still=still)
     assert store.frames_stored <= 501  # the first frame, then one per step (or fewer)
     check_all(store, history)
-    strip = store.gather_strip(np.arange(500), np.zeros(500, int))  # every pair shifts by one
+    # every pair shifts by one: shared, the two are overlapping views, equal to the copies
+    shared = store.gather(np.arange(500), np.zeros(500, int), shared=True)
     obs, next_obs = store.gather(np.arange(500), np.zeros(500, int))
-    np.testing.assert_array_equal(strip[:, :4].reshape(obs.shape), obs)
-    np.testing.assert_array_equal(strip[:, 1:].reshape(obs.shape), next_obs)
+    assert np.shares_memory(*shared)
+    np.testing.assert_array_equal(shared[0], obs)
+    np.testing.assert_array_equal(shared[1], next_obs)
 
 
-def test_a_strip_only_where_every_pair_shifts_by_one():
+def test_shared_views_only_where_every_pair_shifts_by_one():
     store = FrameStore(50, 1, (4, 6, 5), 4, 0)
-    fill(store, 50, garbage=1.0)  # nothing continues
-    assert store.gather_strip([0, 1], [0, 0]) is None
-    assert FrameStore(5, 1, (6, 5, 4), 4, -1).gather_strip([], []) is None  # channels last
+    history = fill(store, 50, garbage=1.0)  # nothing continues: two arrays of their own
+    obs, next_obs = store.gather([0, 1], [0, 0], shared=True)
+    assert not np.shares_memory(obs, next_obs)
+    np.testing.assert_array_equal(next_obs, np.stack([history[0][1][0], history[1][1][0]]))
+    channels_last = FrameStore(5, 1, (6, 5, 4), 4, -1)
+    stack = np.random.default_rng(0).integers(0, 4, (1, 6, 5, 5), dtype=np.uint8)
+    channels_last.put(np.ascontiguousarray(stack[..., :4]), np.ascontiguousarray(stack[..., 1:]))
+    channels_last.put(np.ascontiguousarray(stack[..., :4]), np.ascontiguousarray(stack[..., 1:]))
+    assert not np.shares_memory(*channels_last.gather([0, 1], [0, 0], shared=True))
 
 
 def test_memory_follows_the_frames_alive():

@@ -1,3 +1,6 @@
+/* The replay memory's frame operations and sum tree: see fa_replay.h. Hand-written C (the
+ * source, not Cython's output: that is fastatari/replay/_core.c, generated at build time and
+ * never committed), built into fastatari.replay._core with its one Cython user. */
 #include "fa_replay.h"
 
 #include <string.h>

@@ -1,4 +1,6 @@
-/* The vector env's hot path through shared memory: see fa_wait.h.
+/* The vector env's hot path through shared memory: see fa_wait.h. Hand-written C (the source,
+ * not Cython's output: that is fastatari/vector/_wait.c, generated at build time and never
+ * committed).
  *
  * Ordering. Every shared word is read and written with atomics. Sleeping and waking follow
  * the store-then-load pattern on both sides (sequentially consistent): a worker counts itself
