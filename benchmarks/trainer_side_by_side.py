@@ -1,10 +1,11 @@
-"""The trainer thread's CPU time per synchronous step, side by side in one process:
-fastatari (its compiled common step, and the general path it falls back to), EnvPool and
-ale-py's ``AtariVectorEnv``.
+"""The trainer thread's CPU time per synchronous step, and per async ``recv`` + ``send`` of a
+batch, side by side in one process: fastatari (its compiled common step, and the general path
+it falls back to), EnvPool and ale-py's ``AtariVectorEnv``.
 
     python benchmarks/trainer_side_by_side.py [--envs 8,64,256] [--threads 2] [--rounds 5]
+                                              [--async 24/8,64/16]
 
-Breakout, sticky actions off, random actions; ``getrusage(RUSAGE_THREAD)`` of the calling
+Breakout, sticky actions off, random actions; ``time.thread_time()`` of the calling
 thread (user + sys: its own work, whatever the core count); the systems interleaved round by
 round, medians. ``copy=True`` rows compare with EnvPool and ale-py (both return fresh arrays);
 ``copy=False`` rows are fastatari's views; the last column is fastatari's time over each
@@ -15,7 +16,7 @@ EnvPool and ale-py's vector env are left out when they are not installed.
 from __future__ import annotations
 
 import argparse
-import resource
+import time
 import sys
 from typing import Any, Callable, Dict, Tuple
 
@@ -27,8 +28,9 @@ System = Tuple[Callable[[np.ndarray], Any], Callable[[], None]]
 
 
 def thread_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_THREAD)
-    return usage.ru_utime + usage.ru_stime
+    # the thread's CPU clock reads the time run so far; getrusage(RUSAGE_THREAD) lags by up to
+    # a scheduler tick for a thread that does not sleep (as the copy-alone row)
+    return time.thread_time()
 
 
 def open_systems(n: int, threads: int, copy: bool) -> Dict[str, System]:
@@ -38,7 +40,7 @@ def open_systems(n: int, threads: int, copy: bool) -> Dict[str, System]:
                                   repeat_action_probability=0.0)
         envs.reset(seed=0)
         if not compiled:
-            envs._sync = None  # every step on the general path: the reference it replaces
+            envs._fast = None  # every step on the general path: the reference it replaces
         systems[name] = (envs.step, envs.close)
     if not copy:
         return systems
@@ -69,40 +71,101 @@ def open_systems(n: int, threads: int, copy: bool) -> Dict[str, System]:
     return systems
 
 
+def open_async_systems(n: int, batch: int, threads: int) -> Dict[str, System]:
+    """Per system, one ``recv`` of ``batch`` envs and the ``send`` of their next actions."""
+    systems: Dict[str, System] = {}
+    for name, compiled in (("fastatari", True), ("fastatari, general path", False)):
+        envs = fastatari.make_vec("breakout", n, num_workers=threads, batch_size=batch,
+                                  repeat_action_probability=0.0)
+        envs.reset(seed=0)
+        if not compiled:
+            envs._fast = None
+        envs.send(np.zeros(n, np.int64))
+
+        def turn(actions: np.ndarray, envs: Any = envs) -> None:
+            envs.send(actions, envs.recv()[4]["env_id"])
+        systems[name] = (turn, envs.close)
+    try:
+        import envpool
+
+        pool = envpool.make("Breakout-v5", env_type="gymnasium", num_envs=n, batch_size=batch,
+                            num_threads=threads, repeat_action_probability=0.0,
+                            episodic_life=False, reward_clip=False, use_fire_reset=False)
+        pool.async_reset()
+
+        def pool_turn(actions: np.ndarray) -> None:
+            pool.send(actions, pool.recv()[4]["env_id"])
+        systems[f"EnvPool {envpool.__version__}"] = (pool_turn, pool.close)
+    except ImportError:
+        pass
+    try:
+        import ale_py
+        from ale_py.vector_env import AtariVectorEnv
+
+        ale = AtariVectorEnv("breakout", num_envs=n, batch_size=batch, num_threads=threads,
+                             repeat_action_probability=0.0)
+        ale.reset(seed=0)
+        ale.send(np.zeros(batch, np.int64))
+
+        def ale_turn(actions: np.ndarray) -> None:
+            ale.recv()
+            ale.send(actions)
+        systems[f"ale-py {ale_py.__version__} AtariVectorEnv"] = (ale_turn, ale.close)
+    except ImportError:
+        pass
+    return systems
+
+
+def measure(systems: Dict[str, System], actions: np.ndarray, rounds: int) -> Dict[str, float]:
+    """The median over ``rounds`` of each system's trainer CPU µs per call, interleaved."""
+    times: Dict[str, list] = {name: [] for name in systems}
+    try:
+        for _ in range(rounds):
+            for name, (step, _) in systems.items():
+                for a in actions[:20]:  # warm-up, untimed
+                    step(a)
+                start = thread_cpu()
+                for a in actions:
+                    step(a)
+                times[name].append((thread_cpu() - start) / len(actions) * 1e6)
+    finally:
+        for _, close in systems.values():
+            close()
+    return {name: float(np.median(values)) for name, values in times.items()}
+
+
+def print_rows(first: str, medians: Dict[str, float]) -> None:
+    ours = medians["fastatari"]
+    for name, value in medians.items():
+        ratio = "" if name == "fastatari" else f"{ours / value:.2f}"
+        print(f"| {first} | {name} | {value:.0f} | {ratio} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", default="8,64,256")
     parser.add_argument("--threads", type=int, default=2, help="workers or threads")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--async", dest="batches", default="24/8,64/16",
+                        help="N/batch pairs for recv + send ('' for none)")
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}; workers or threads: {args.threads}")
     print("| N | workers | copy | system | trainer CPU µs per step | fastatari ÷ this |")
     print("|---|---|---|---|---|---|")
     for n in (int(k) for k in args.envs.split(",")):
-        steps = max(80, 12_000 // n)
+        actions = np.random.default_rng(0).integers(0, 4, (max(80, 12_000 // n), n))
         for copy in (True, False):
-            systems = open_systems(n, args.threads, copy)
-            actions = np.random.default_rng(0).integers(0, 4, (steps, n))
-            times: Dict[str, list] = {name: [] for name in systems}
-            try:
-                for _ in range(args.rounds):
-                    for name, (step, _) in systems.items():
-                        for a in actions[:20]:  # warm-up, untimed
-                            step(a)
-                        start = thread_cpu()
-                        for a in actions:
-                            step(a)
-                        times[name].append((thread_cpu() - start) / steps * 1e6)
-            finally:
-                for _, close in systems.values():
-                    close()
-            medians = {name: float(np.median(values)) for name, values in times.items()}
-            ours = medians["fastatari"]
-            for name, value in medians.items():
-                ratio = "" if name == "fastatari" else f"{ours / value:.2f}"
-                print(f"| {n} | {args.threads} | {copy} | {name} | {value:.0f} | {ratio} |",
-                      flush=True)
-
+            print_rows(f"{n} | {args.threads} | {copy}",
+                       measure(open_systems(n, args.threads, copy), actions, args.rounds))
+    if args.batches:
+        print("\n| N | batch | workers | system | trainer CPU µs per recv + send | "
+              "fastatari ÷ this |")
+        print("|---|---|---|---|---|---|")
+    for pair in filter(None, args.batches.split(",")):
+        n, batch = (int(k) for k in pair.split("/"))
+        actions = np.random.default_rng(0).integers(0, 4, (max(80, 24_000 // batch), batch))
+        print_rows(f"{n} | {batch} | {args.threads}",
+                   measure(open_async_systems(n, batch, args.threads), actions, args.rounds))
 
 if __name__ == "__main__":
     main()

@@ -11,6 +11,7 @@ from fastatari.ray.executor import DEFAULT_ACTOR_TIMEOUT, RayExecutor, Recovered
 from fastatari.vector.contract import one_caller
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.executor import check_command
+from fastatari.vector.messages import Reply
 from fastatari.vector.plan import plan_vec
 from fastatari.vector.rollout import Rollout, join
 
@@ -60,13 +61,12 @@ class RayAtariVectorEnv(AtariVectorEnv):
     def actor_info(self) -> List[Dict[str, Any]]:
         """Per actor: its node id, process id and its local workers' process ids."""
         self._check_open()
-        described = []
-        for k in range(self.num_actors):
-            value, seen = self.executor.call(k, "describe")
-            self.book.apply(seen)
-            check_command(seen, "actor_info")  # an actor that raised: no description
-            described.append(value)
-        return described
+        seen: List[Reply] = []
+        described = self.executor.call_all("describe", range(self.num_actors), lambda k: (),
+                                           seen.append)
+        self.book.apply(seen)
+        check_command(seen, "actor_info")  # an actor that raised: no description
+        return [described[k] for k in range(self.num_actors)]
 
     # -- rollout ---------------------------------------------------------------------------------
     @one_caller
@@ -85,33 +85,24 @@ class RayAtariVectorEnv(AtariVectorEnv):
         if not callable(policy) and not isinstance(policy, ray.ObjectRef):
             raise TypeError(f"policy must be callable (obs -> actions), got {policy!r}")
         policy_ref = policy if isinstance(policy, ray.ObjectRef) else ray.put(policy)
-        executor = self.executor
-        refs = {k: self._submit_rollout(k, policy_ref, num_steps)
-                for k in range(self.num_actors)}
+        # an actor lost meanwhile is recovered, then asked again; one whose policy (or step)
+        # raised is not: its envs were reset with the recovery, the others' steps are taken
+        blocks = [slice(block.start, block.stop) for block in self.blocks]
+        answers = self.executor.call_all(
+            "rollout", range(self.num_actors),
+            lambda k: (policy_ref, num_steps, *self.book.get(blocks[k])),
+            lambda reply: self.book.apply([reply]))
         parts = []
-        raised: Optional[BaseException] = None
-        for k, ref in refs.items():
-            while True:  # an actor lost meanwhile is recovered, then asked again
-                try:
-                    steps, (ended, restarted), rows = executor.get(ref)
-                    break
-                except Recovered as recovered:
-                    self.book.apply([recovered.reply])
-                    if not isinstance(recovered.cause, ray.exceptions.RayTaskError):
-                        ref = self._submit_rollout(k, policy_ref, num_steps)
-                        continue
-                    # the policy (or a step) raised: not asked again; the actor's envs were
-                    # reset with the recovery, the others' steps are taken first
-                    raised, steps = raised or recovered.cause, None
-                    break
-            if steps is None:
+        for k, answer in answers.items():
+            if isinstance(answer, Recovered):
                 continue
-            block = self.blocks[k]
-            self.book.set(slice(block.start, block.stop), ended, restarted)
-            executor.buffers.put_rows(np.arange(block.start, block.stop), rows)
+            steps, (ended, restarted), rows = answer
+            self.book.set(blocks[k], ended, restarted)
+            self.executor.buffers.put_rows(np.arange(blocks[k].start, blocks[k].stop), rows)
             parts.append(steps)
-        if raised is not None:
-            raise raised
+        for answer in answers.values():
+            if isinstance(answer, Recovered):
+                raise answer.cause
         joined = join(parts, [len(block) for block in self.blocks])
         info = joined.info  # each actor numbers only its own games
         info.pop("game_index", None), info.pop("_game_index", None)
@@ -119,11 +110,6 @@ class RayAtariVectorEnv(AtariVectorEnv):
             info["game_index"] = np.broadcast_to(self._game_index, joined.actions.shape).copy()
             info["_game_index"] = np.ones(joined.actions.shape, bool)
         return joined
-
-    def _submit_rollout(self, k: int, policy_ref: Any, num_steps: int) -> Any:
-        block = self.blocks[k]
-        return self.executor.submit(k, "rollout", policy_ref, num_steps,
-                                    *self.book.get(slice(block.start, block.stop)))
 
 
 def make_vec(game: str | Sequence[str], num_envs: int, num_actors: Optional[int] = None,

@@ -17,7 +17,7 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import ray
@@ -246,18 +246,25 @@ class RayExecutor(Executor):
         self._policy.progress(call.actor)
         return value
 
-    def call(self, k: int, method: str, *args: Any) -> Tuple[Any, List[Reply]]:
-        """Call actor ``k`` and wait; a call lost with its actor is sent again once the actor
-        is recovered, one that raised is not (the value is then None; the restart's report,
-        with the traceback, says why). Returns the value and the restart reports seen."""
-        seen: List[Reply] = []
-        while True:
-            try:
-                return self.get(self.submit(k, method, *args)), seen
-            except Recovered as recovered:
-                seen.append(recovered.reply)
-                if recovered.reply.payload is not None:
-                    return None, seen
+    def call_all(self, method: str, actors: Iterable[int], args: Callable[[int], tuple],
+                 report: Callable[[Reply], None]) -> Dict[int, Any]:
+        """Call ``method`` of each of ``actors`` with ``args(k)``, all at once, and wait for
+        every one. A call lost with its actor is sent again, with ``args(k)`` asked anew, once
+        the actor is recovered and ``report`` has taken the restart's report; one that raised
+        is not: its value is then its :class:`Recovered`. Returns the values by actor."""
+        refs = {k: self.submit(k, method, *args(k)) for k in actors}
+        values: Dict[int, Any] = {}
+        for k, ref in refs.items():
+            while k not in values:
+                try:
+                    values[k] = self.get(ref)
+                except Recovered as recovered:
+                    report(recovered.reply)
+                    if recovered.reply.payload is not None:
+                        values[k] = recovered
+                    else:
+                        ref = self.submit(k, method, *args(k))
+        return values
 
     def _recover(self, k: int, cause: BaseException) -> None:
         """Actor ``k`` died (or its result was lost): wait for Ray to restart it (or replace
@@ -355,23 +362,22 @@ class RayExecutor(Executor):
     def _scatter(self, method: str, items: Sequence[Tuple[int, Any]]
                  ) -> Tuple[List[Any], List[Reply]]:
         """Call ``method`` of every actor owning envs of ``items`` (``(env, payload)``) with
-        its items, in its own env ids; the values per item, and the replies."""
+        its items, in its own env ids, all at once; the values per item, and the replies."""
         ids = np.array([i for i, _ in items], np.int64)
-        values: List[Any] = [None] * ids.size
+        rows = {k: np.flatnonzero(mine).tolist() for k, mine in self._by_actor(ids)}
         replies: List[Reply] = []
-        for k, rows in self._by_actor(ids):
-            rows = np.flatnonzero(rows).tolist()
-            start = int(self._starts[k])
-            value, seen = self.call(k, "command", method,
-                                    [(items[j][0] - start, items[j][1]) for j in rows])
-            replies += seen
-            if value is None:  # the actor raised: no values, no rows
+        answers = self.call_all("command", rows, lambda k: (method, [
+            (items[j][0] - int(self._starts[k]), items[j][1]) for j in rows[k]]),
+            replies.append)
+        values: List[Any] = [None] * ids.size
+        for k, value in answers.items():
+            if isinstance(value, Recovered):  # the actor raised: no values, no rows
                 continue
             got, answer = value
             replies += self._take_answer(k, answer)
-            for j, value in zip(rows, got if got is not None else [None] * len(rows),
-                                strict=True):
-                values[j] = value
+            for j, one in zip(rows[k], got if got is not None else [None] * len(rows[k]),
+                              strict=True):
+                values[j] = one
         return values, replies
 
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:

@@ -6,12 +6,14 @@ NOT_COMMON: int
 ALL_STEP: int
 SOME_RESET: int
 
-class SyncStep:
+class CommonStep:
     ops: np.ndarray
     def __init__(self, buffers: Any, ended: np.ndarray, restarted: np.ndarray,
-                 field_names: Sequence[str], game_key: str, game_fields: Sequence[str],
+                 phase: np.ndarray, field_names: Sequence[str], game_key: str,
+                 game_fields: Sequence[str],
                  game_index: Optional[np.ndarray], num_actions: int, copy: bool,
                  life_loss_info: bool, autoreset: str) -> None: ...
     def write_actions(self, actions: Any) -> int: ...
-    def results(self) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                        Dict[str, Any]]]: ...
+    def write_send(self, actions: Any, env_ids: Any) -> Optional[np.ndarray]: ...
+    def results(self, ids: Optional[np.ndarray] = None) -> Optional[
+        Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]]: ...

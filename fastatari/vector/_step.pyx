@@ -1,11 +1,14 @@
-"""The synchronous step's own work, compiled: one call before the wait (check and write the
-actions, choose each env's op) and one after it (the returned arrays and the batched info).
+"""The step's own work, compiled: one call before the wait (check and write the actions,
+choose each env's op) and one after it (the returned arrays and the batched info), for the
+synchronous ``step`` and for async ``send`` and ``recv``.
 
-The vector env's front takes this path for the common step: every env steps or, after an ended
-episode under next-step autoreset, resets; no restart awaits its report; the actions are an
-int64 array of the right shape and range; and the step left no final observation (same-step
-autoreset). Anything else returns ``NOT_COMMON`` or None here, and the front's general path,
-in Python, does that step whole, raising its precise errors; the two give the same results.
+The vector env's front takes this path for the common step: every env sent steps or, after an
+ended episode under next-step autoreset, resets; no restart awaits its report; the actions are
+an int64 array of the right shape and range (and the env ids, for ``send``, an int64 array of
+distinct idle envs); and no env returned left a final observation (same-step autoreset).
+Anything else returns ``NOT_COMMON`` or None here, having changed nothing, and the front's
+general path, in Python, does that call whole, raising its precise errors; the two give the
+same results.
 """
 
 from libc.stdint cimport int64_t, uint8_t
@@ -22,15 +25,16 @@ cdef enum:
     _ALL_STEP = 1
     _SOME_RESET = 2
 
-#: :meth:`SyncStep.write_actions`' answers: not the common step; every env steps; some reset.
+#: :meth:`CommonStep.write_actions`' answers: not the common step; every env steps; some reset.
 NOT_COMMON, ALL_STEP, SOME_RESET = _NOT_COMMON, _ALL_STEP, _SOME_RESET
 
 cdef uint8_t OP_STEP = 1, OP_RESET = 2  # messages.Op
+cdef uint8_t IDLE = 0, IN_FLIGHT = 1  # contract.Phase
 
 
-cdef class SyncStep:
-    """The common synchronous step of ``num_envs`` envs over the shared ``buffers`` columns,
-    with the book's ``ended`` and ``restarted`` arrays (``EnvBook.step_columns``).
+cdef class CommonStep:
+    """The common step of ``num_envs`` envs over the shared ``buffers`` columns, with the
+    book's ``ended``, ``restarted`` and ``phase`` arrays (``EnvBook.step_columns``).
 
     ``autoreset``: ``"next_step"`` (an ended env resets at its next step), ``"disabled"`` (an
     ended env must be reset by the caller: the general path raises) or ``"same_step"``.
@@ -40,15 +44,17 @@ cdef class SyncStep:
     cdef Py_ssize_t n
     cdef int64_t num_actions
     cdef int64_t[::1] action
-    cdef uint8_t[::1] ended, restarted, game_done, has_final, terminated_v, truncated_v
-    cdef uint8_t[::1] ops_v
+    cdef uint8_t[::1] ended, restarted, phase, game_done, has_final, terminated_v, truncated_v
+    cdef uint8_t[::1] ops_v, seen
+    cdef int64_t[::1] every, sent_actions
     cdef readonly object ops
+    cdef object all_ids
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
     cdef object game_index
     cdef tuple fields, game_columns
     cdef bint copy, life_loss_info, track_ended, reset_ended
 
-    def __init__(self, buffers, ended, restarted, field_names, game_key, game_fields,
+    def __init__(self, buffers, ended, restarted, phase, field_names, game_key, game_fields,
                  game_index, int64_t num_actions, bint copy, bint life_loss_info,
                  str autoreset):
         self.n = ended.shape[0]
@@ -56,6 +62,11 @@ cdef class SyncStep:
         self.action = buffers.action
         self.ended = ended.view(np.uint8)
         self.restarted = restarted.view(np.uint8)
+        self.phase = phase
+        self.all_ids = np.arange(self.n, dtype=np.int64)
+        self.every = self.all_ids
+        self.seen = np.zeros(self.n, np.uint8)
+        self.sent_actions = np.zeros(self.n, np.int64)
         self.game_done_array = buffers.game_done
         self.game_done = buffers.game_done.view(np.uint8)
         self.has_final = buffers.has_final.view(np.uint8)
@@ -107,40 +118,100 @@ cdef class SyncStep:
                     self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP
         return answer
 
-    def results(self):
-        """The step's ``(obs, reward, terminated, truncated, info)``, as the general path
-        gives them, or None when only it can (a final observation). Records which envs'
-        episodes ended."""
-        cdef Py_ssize_t i, n = self.n
-        cdef bint common = True, games = False
+    def write_send(self, actions, env_ids):
+        """Check ``actions`` for ``env_ids`` (None: every env) and, for the common send,
+        write them, each env's op (:attr:`ops`) and its phase (in flight); returns the ids to
+        run. None for anything else (another dtype or shape, an id out of range, repeated,
+        busy or with a restart to report, an action out of range, an ended episode without
+        next-step autoreset), with nothing written: the general path then raises or sends."""
+        cdef Py_ssize_t i, j, checked = 0, k
+        cdef int64_t a, limit = self.num_actions
+        cdef const int64_t[::1] given, sel
+        cdef bint common = True
+        if env_ids is None:
+            ids = self.all_ids
+        elif (isinstance(env_ids, np.ndarray) and env_ids.dtype == np.int64
+              and env_ids.ndim == 1):
+            ids = np.array(env_ids)  # a copy: what is checked is what runs
+        else:
+            return None
+        k = ids.shape[0]
+        if not (k and isinstance(actions, np.ndarray) and actions.dtype == np.int64
+                and actions.ndim == 1 and actions.shape[0] == k):
+            return None
+        sel = ids
+        given = np.ascontiguousarray(actions)
         with nogil:
-            for i in range(n):
-                if self.has_final[i]:
+            for j in range(k):
+                i = sel[j]
+                if i < 0 or i >= self.n or self.seen[i] or self.phase[i] != IDLE \
+                        or self.restarted[i] or (self.ended[i] and not self.reset_ended):
+                    common = False
+                    break
+                a = given[j]  # read once: what is checked is what is written
+                if a < 0 or a >= limit:
+                    common = False
+                    break
+                self.seen[i] = 1
+                self.sent_actions[i] = a
+                checked += 1
+            for j in range(checked):
+                self.seen[sel[j]] = 0
+            if common:
+                for j in range(k):
+                    i = sel[j]
+                    self.action[i] = self.sent_actions[i]
+                    self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP
+                    self.phase[i] = IN_FLIGHT
+        return ids if common else None
+
+    def results(self, ids=None):
+        """The ``(obs, reward, terminated, truncated, info)`` of every env (``ids`` None: a
+        synchronous step) or of ``ids`` (an int64 array: a ``recv``), as the general path
+        gives them, or None when only it can (a final observation, a restart to report),
+        with nothing changed. Records which envs' episodes ended."""
+        cdef Py_ssize_t i, j, k
+        cdef const int64_t[::1] sel = self.every if ids is None else ids
+        cdef bint common = True, games = False, whole = ids is None
+        k = sel.shape[0]
+        with nogil:
+            for j in range(k):
+                i = sel[j]
+                if self.has_final[i] or self.restarted[i]:
                     common = False
                     break
                 if self.game_done[i]:
                     games = True
             if common and self.track_ended:
-                for i in range(n):
+                for j in range(k):
+                    i = sel[j]
                     self.ended[i] = self.terminated_v[i] | self.truncated_v[i]
         if not common:
             return None
-        obs = self.obs.copy() if self.copy else self.obs
-        terminated = self.terminated.copy()
+        if whole:  # copies: views of the whole columns would change at the next step
+            obs = self.obs.copy() if self.copy else self.obs
+            reward, terminated = self.reward.copy(), self.terminated.copy()
+            truncated = self.truncated.copy()
+        else:
+            obs = self.obs.take(ids, axis=0)
+            reward, terminated = self.reward.take(ids), self.terminated.take(ids)
+            truncated = self.truncated.take(ids)
         if self.life_loss_info:  # ale-py's: terminated at a life loss, the episode goes on
-            np.logical_or(terminated, self.life_loss, out=terminated)
+            np.logical_or(terminated, self.life_loss if whole else self.life_loss.take(ids),
+                          out=terminated)
         info = {}
         for name, column in self.fields:
-            info[name] = column.copy()
-            info["_" + name] = np.ones(n, np.bool_)
+            info[name] = column.copy() if whole else column.take(ids, axis=0)
+            info["_" + name] = np.ones(k, np.bool_)
         if games:  # a finished game's statistics, zeros for the other envs
-            done = self.game_done_array.copy()
+            done = self.game_done_array.copy() if whole else self.game_done_array.take(ids)
             game = {}
             for name, column in self.game_columns:
-                game[name] = np.where(done, column, np.zeros((), column.dtype))
+                game[name] = np.where(done, column if whole else column.take(ids),
+                                      np.zeros((), column.dtype))
                 game["_" + name] = done
             info[self.game_key], info["_" + self.game_key] = game, done
         if self.game_index is not None:
-            info["game_index"] = self.game_index.copy()
-            info["_game_index"] = np.ones(n, np.bool_)
-        return obs, self.reward.copy(), terminated, self.truncated.copy(), info
+            info["game_index"] = self.game_index.copy() if whole else self.game_index.take(ids)
+            info["_game_index"] = np.ones(k, np.bool_)
+        return obs, reward, terminated, truncated, info

@@ -2,6 +2,9 @@
 # Directives (boundscheck, wraparound, ...) are set in setup.py.
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uintptr_t
+from libc.stdlib cimport qsort
+
+import numpy as np
 
 from fastatari.vector.fa_wait cimport (
     FA_CONTROL_BYTES,
@@ -114,6 +117,64 @@ def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd)
     if not 0 <= i < tickets.shape[0]:
         raise IndexError(f"env {i} out of range for {tickets.shape[0]} tickets")
     fa_complete(_control(control), &tickets[i], evfd)
+
+
+def start(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, const uint8_t[::1] ops,
+          const int64_t[::1] ids, uint8_t[::1] in_flight):
+    """Start the envs ``ids`` with their ``ops`` entries: no ticket yet, then (after the
+    fence) the op, in flight; one publish for all."""
+    cdef Py_ssize_t j, i, n = op.shape[0]
+    cdef fa_control *c = _control(control)
+    if tickets.shape[0] != n or ops.shape[0] != n or in_flight.shape[0] != n:
+        raise ValueError(f"tickets, ops and in_flight must have the {n} envs of op")
+    for j in range(ids.shape[0]):
+        if not 0 <= ids[j] < n:
+            raise IndexError(f"env {ids[j]} out of range for {n} envs")
+    with nogil:
+        for j in range(ids.shape[0]):
+            tickets[ids[j]] = -1
+        fa_release_fence()  # the actions and tickets before the ops that name them
+        for j in range(ids.shape[0]):
+            i = ids[j]
+            op[i] = ops[i]
+            in_flight[i] = 1
+        fa_publish(c)
+
+
+ctypedef struct _Done:
+    int64_t ticket
+    int64_t env
+
+
+cdef int _by_ticket(const void *a, const void *b) noexcept nogil:
+    cdef int64_t x = (<const _Done *>a).ticket, y = (<const _Done *>b).ticket
+    return (x > y) - (x < y)
+
+
+def take_done(uint8_t[::1] in_flight, const int64_t[::1] tickets, bint in_order):
+    """The envs in flight whose ticket is set (their results are written), no longer in
+    flight: in env order, or with ``in_order`` in the order they finished."""
+    cdef Py_ssize_t i, k = 0, n = in_flight.shape[0]
+    if tickets.shape[0] != n:
+        raise ValueError(f"tickets has {tickets.shape[0]} envs, in_flight has {n}")
+    done = np.empty(n, np.int64)
+    cdef int64_t[::1] out = done
+    cdef _Done[::1] pairs
+    with nogil:
+        for i in range(n):
+            if in_flight[i] and tickets[i] >= 0:
+                in_flight[i] = 0
+                out[k] = i
+                k += 1
+    if in_order and k > 1:
+        pairs = np.empty(k, [("ticket", np.int64), ("env", np.int64)])
+        with nogil:
+            for i in range(k):
+                pairs[i].ticket, pairs[i].env = tickets[out[i]], out[i]
+            qsort(&pairs[0], k, sizeof(_Done), _by_ticket)
+            for i in range(k):
+                out[i] = pairs[i].env
+    return done[:k]
 
 
 def run_and_wait(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, ops,

@@ -107,11 +107,12 @@ class EnvBook:
             self._restarted[ids[restarted]] = False
         return restarted
 
-    def step_columns(self) -> Tuple[np.ndarray, np.ndarray]:
-        """The per-env ``ended`` and ``restarted`` arrays themselves, for the compiled common
-        step (:class:`fastatari.vector._step.SyncStep`), which reads both and writes
-        ``ended`` as :meth:`ended_now` would."""
-        return self._ended, self._restarted
+    def step_columns(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The per-env ``ended``, ``restarted`` and phase arrays themselves, for the compiled
+        common step (:class:`fastatari.vector._step.CommonStep`), which reads them, writes
+        ``ended`` as :meth:`ended_now` would and marks the envs a common ``send`` runs in
+        flight as :meth:`dispatch` would."""
+        return self._ended, self._restarted, self._phase
 
     # -- the caller's changes ------------------------------------------------------------------
     def reset(self, ids: np.ndarray) -> None:

@@ -151,19 +151,19 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.book = EnvBook(num_envs)
         self._all_ids = np.arange(num_envs)
         self._buf = executor.buffers
-        self._sync: Optional[_step.SyncStep] = None
+        self._fast: Optional[_step.CommonStep] = None
         try:
             if not started:
                 executor.start()
-            # the common synchronous step's compiled path (discrete actions)
+            # the common step's compiled path (discrete actions)
             if not self.options.continuous:
-                self._sync = _step.SyncStep(
+                self._fast = _step.CommonStep(
                     self._buf, *self.book.step_columns(), [f.name for f in self._info_fields],
                     GAME_KEY, [f.name for f in GAME_FIELDS],
                     self._game_index if lineup.multi else None, plan.num_actions,
                     config.copy, self.options.life_loss_info, _AUTORESET[config.autoreset_mode])
         except BaseException:
-            self._sync = None  # its views of the shared memory go before the memory does
+            self._fast = None  # its views of the shared memory go before the memory does
             executor.close()
             raise
         self._state = State.NEEDS_RESET
@@ -256,7 +256,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
 
     def _step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                            Dict[str, Any]]:
-        executor, fast = self.executor, self._sync
+        executor, fast = self.executor, self._fast
         if fast is not None and (common := fast.write_actions(actions)) != _step.NOT_COMMON:
             # the common step, compiled on each side of the wait (and, locally, the wait)
             replies = executor.run_and_collect(None if common == _step.ALL_STEP else fast.ops)
@@ -289,12 +289,16 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """
         self._check_open()
         self._check_was_reset("send")
-        ids = self._check_env_ids(env_ids)
-        actions = self.plan.check_actions(actions, ids.size)
-        self.book.check_idle(ids, "send")
-        self._check_not_ended(ids)
-        self._buf.action[ids] = actions
-        self._dispatch(ids)
+        fast = self._fast
+        if fast is not None and (ids := fast.write_send(actions, env_ids)) is not None:
+            self.executor.run(fast.ops, ids)  # the common send, checked and written
+        else:
+            ids = self._check_env_ids(env_ids)
+            actions = self.plan.check_actions(actions, ids.size)
+            self.book.check_idle(ids, "send")
+            self._check_not_ended(ids)
+            self._buf.action[ids] = actions
+            self._dispatch(ids)
         self._state = State.ASYNC
 
     @contract.one_caller
@@ -309,7 +313,9 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         ids = book.take_answered(want)
         if not book.in_flight():
             self._state = State.IDLE  # everything sent was returned
-        obs, reward, terminated, truncated, info = self._results(ids)
+        results = self._fast.results(ids) if self._fast is not None else None
+        obs, reward, terminated, truncated, info = self._results(ids) if results is None \
+            else results
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
 
@@ -461,7 +467,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             gymnasium.logger.warn("Calling `close` while waiting for a pending call to `step` "
                                   "to complete.")
         self._state = State.CLOSED
-        self._sync = None  # its views of the shared memory go before the memory does
+        self._fast = None  # its views of the shared memory go before the memory does
         executor = getattr(self, "executor", None)
         if executor is not None:
             executor.close()

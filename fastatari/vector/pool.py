@@ -209,11 +209,8 @@ class WorkerPool(Executor):
         _wait.publish(self.buffers.control)
 
     def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
-        self.buffers.ticket[ids] = -1
-        _wait.release_fence()
-        self.buffers.op[ids] = ops[ids]
-        self._in_flight[ids] = True
-        _wait.publish(self.buffers.control)
+        _wait.start(self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
+                    ids.astype(np.int64, copy=False), self._in_flight.view(np.uint8))
 
     def busy(self) -> bool:
         return bool(self._in_flight.any())
@@ -269,10 +266,9 @@ class WorkerPool(Executor):
         except BaseException:
             self.close()
             raise
-        done = np.flatnonzero(self._in_flight & (self.buffers.ticket >= 0))
-        if at_least is not None and done.size > 1:  # a batch of the first to finish
-            done = done[np.argsort(self.buffers.ticket[done], kind="stable")]
-        self._in_flight[done] = False
+        # with at_least: a batch of the first to finish, in that order
+        done = _wait.take_done(self._in_flight.view(np.uint8), self.buffers.ticket,
+                               at_least is not None)
         self._collected += done.size
         return [Reply(ReplyKind.DONE, envs=done, source="workers")] + replies
 

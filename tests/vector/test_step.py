@@ -1,11 +1,13 @@
 """The compiled common step (``fastatari/vector/_step.pyx``) gives what the general path gives:
-the same observations, rewards, flags and batched info, step for step, through episode ends,
-autoresets, finished games and life losses, in every autoreset mode, with copies or views.
+the same observations, rewards, flags and batched info, step for step (each env's own steps,
+for send and recv), through episode ends, autoresets, finished games and life losses, in every
+autoreset mode, with copies or views.
 The general path is the reference: the same env with its compiled path switched off."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from gymnasium.error import AlreadyPendingCallError
 
 from fastatari.vector import make_vec
 from fastatari.vector import _step
@@ -47,8 +49,8 @@ def test_the_compiled_step_gives_the_general_paths_results(kwargs):
     game = kwargs.pop("game", "breakout")
     with make_vec(game, 4, **SHORT, **kwargs) as compiled, \
             make_vec(game, 4, **SHORT, **kwargs) as general:
-        general._sync = None  # the reference: every step on the general path
-        assert compiled._sync is not None
+        general._fast = None  # the reference: every step on the general path
+        assert compiled._fast is not None
         compiled.reset(seed=5)
         general.reset(seed=5)
         actions = np.random.default_rng(1).integers(0, compiled.single_action_space.n, (400, 4))
@@ -64,7 +66,7 @@ def test_the_compiled_step_gives_the_general_paths_results(kwargs):
 def test_uncommon_actions_take_the_general_path_and_its_errors():
     with make_vec("breakout", 2, num_workers=1) as envs:
         envs.reset(seed=0)
-        step = envs._sync
+        step = envs._fast
         assert step.write_actions(np.zeros(2, np.int64)) == _step.ALL_STEP
         for other in (np.zeros(2, np.int32), [0, 0], np.zeros(3, np.int64),
                       np.array([0, 4]), np.array([-1, 0])):
@@ -75,3 +77,100 @@ def test_uncommon_actions_take_the_general_path_and_its_errors():
             envs.step(np.array([0, 4]))
         with pytest.raises(TypeError):
             envs.step(np.zeros(2, np.float64))
+
+
+def env_rows(info, j):
+    """Env ``j``'s entries of a batched info (those its ``_key`` mask marks), recursively."""
+    rows = {}
+    for key, value in info.items():
+        if key.startswith("_") or key == "env_id":
+            continue
+        if isinstance(value, dict):
+            if info["_" + key][j]:
+                rows[key] = env_rows(value, j)
+        elif info["_" + key][j]:
+            rows[key] = value[j]
+    return rows
+
+
+def async_run(envs, actions, batch_size):
+    """Each env's own sequence of results when env ``i``'s ``t``-th step takes
+    ``actions[t, i]``, through send/recv batches (which envs come back together is timing)."""
+    n = envs.num_envs
+    t = np.zeros(n, int)
+    runs = [[] for _ in range(n)]
+    envs.send(actions[0])
+    while t.min() < len(actions):
+        obs, reward, terminated, truncated, info = envs.recv()
+        assert 1 <= info["env_id"].size <= batch_size
+        for j, i in enumerate(info["env_id"]):
+            runs[i].append((obs[j], reward[j], terminated[j], truncated[j], env_rows(info, j)))
+            t[i] += 1
+        ids = info["env_id"][t[info["env_id"]] < len(actions)]
+        if ids.size:
+            envs.send(actions[t[ids], ids], env_ids=ids)
+    while envs.book.in_flight():
+        envs.recv()
+    return runs
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(),
+    dict(episodic_life=True, clip_rewards=True, ram_info=True),
+    dict(life_loss_info=True),
+    dict(autoreset_mode="same_step"),
+    dict(game=["breakout", "pong", "breakout", "pong"], full_action_space=True),
+], ids=["default", "episodic-clip-ram", "life-loss-info", "same-step", "two-games"])
+def test_the_compiled_send_and_recv_give_the_general_paths_results(kwargs):
+    kwargs = dict(kwargs)
+    game = kwargs.pop("game", "breakout")
+    with make_vec(game, 4, batch_size=2, **SHORT, **kwargs) as compiled, \
+            make_vec(game, 4, batch_size=2, **SHORT, **kwargs) as general:
+        general._fast = None
+        compiled.reset(seed=5)
+        general.reset(seed=5)
+        general_calls = []
+        results = compiled._results
+        compiled._results = lambda sel: general_calls.append(sel) or results(sel)
+        actions = np.random.default_rng(2).integers(0, compiled.single_action_space.n, (300, 4))
+        ours, theirs = async_run(compiled, actions, 2), async_run(general, actions, 2)
+        # the compiled path answered most batches (the general one: final observations)
+        assert len(general_calls) < 0.2 * sum(map(len, ours)) / 2, len(general_calls)
+        games = 0
+        for i in range(4):
+            for t, (x, y) in enumerate(zip(ours[i], theirs[i], strict=True)):
+                for k, (a, b) in enumerate(zip(x, y, strict=True)):
+                    same(a, b, f"env {i}, step {t}, item {k}")
+                games += int("game" in y[4])
+        assert games > 0
+
+
+def test_uncommon_sends_change_nothing_and_take_the_general_path():
+    with make_vec("breakout", 3, num_workers=1, batch_size=1) as envs:
+        envs.reset(seed=0)
+        fast = envs._fast
+        envs.send(np.array([1], np.int64), np.array([0], np.int64))
+        before = envs._buf.action.copy(), envs.book.get(slice(None)), envs.book.in_flight()
+        for actions, ids in [
+                (np.zeros(2, np.int64), np.array([1, 1], np.int64)),  # repeated
+                (np.zeros(1, np.int64), np.array([0], np.int64)),  # in flight
+                (np.zeros(2, np.int64), np.array([1, 0], np.int64)),  # one in flight
+                (np.zeros(1, np.int64), np.array([3], np.int64)),  # out of range
+                (np.array([2, 4], np.int64), np.array([1, 2], np.int64)),  # action out of range
+                (np.zeros(2, np.int64), np.array([1, 2], np.int32)),  # another dtype
+                (np.zeros(2, np.int32), np.array([1, 2], np.int64)),
+                (np.zeros(3, np.int64), np.array([1, 2], np.int64)),  # lengths differ
+                (np.zeros(2, np.int64), [1, 2])]:
+            assert fast.write_send(actions, ids) is None
+            assert np.array_equal(envs._buf.action, before[0])
+            assert all(np.array_equal(a, b)
+                       for a, b in zip(envs.book.get(slice(None)), before[1], strict=True))
+            assert envs.book.in_flight() == before[2]
+        with pytest.raises(ValueError, match="must not repeat"):
+            envs.send(np.zeros(2, np.int64), np.array([1, 1], np.int64))
+        with pytest.raises(AlreadyPendingCallError):
+            envs.send(np.zeros(2, np.int64), np.array([1, 0], np.int64))
+        with pytest.raises(ValueError, match=r"actions\[1\] = 4"):
+            envs.send(np.array([2, 4], np.int64), np.array([1, 2], np.int64))
+        envs.send(np.zeros(2, np.int64), [1, 2])  # converted by the general path
+        assert sorted(int(envs.recv()[4]["env_id"][0]) for _ in range(3)) == [0, 1, 2]
