@@ -5,7 +5,7 @@ compiled frame store and sum tree: what CleanRL's ``rainbow_atari.py`` does with
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -185,4 +185,67 @@ class PrioritizedReplayBuffer:
         priorities = priorities + self.eps
         self.tree.set(indices, priorities ** self.alpha)
         self.max_priority = max(self.max_priority, float(priorities.max(initial=0.0)))
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        """Everything to resume exactly, as NumPy arrays and numbers (``torch.save`` or
+        pickle writes it): the frames, the columns, the priorities, ``beta`` and each env's
+        pending n-step window."""
+        windows = []
+        for window in self.windows:
+            shape = (len(window), *self.obs_shape)
+            windows.append({
+                "obs": np.array([step.obs for step in window], np.uint8).reshape(shape),
+                "action": np.array([step.action for step in window], np.int64),
+                "reward": np.array([step.reward for step in window], np.float64),
+                "next_obs": np.array([step.next_obs for step in window], np.uint8).reshape(shape),
+                "terminated": np.array([step.terminated for step in window], bool)})
+        return {"stores": [store.state_dict() for store in self.stores],
+                "actions": self.actions.copy(), "rewards": self.rewards.copy(),
+                "dones": self.dones.copy(), "discounts": self.discounts.copy(),
+                "priorities": self.tree.get(np.arange(self.capacity)),
+                "max_priority": self.max_priority, "beta": self.beta, "windows": windows}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Take a :meth:`state_dict` of a buffer of the same shape; checked whole (frames
+        included) before anything changes."""
+        columns = {name: np.asarray(state[name]) for name in
+                   ("actions", "rewards", "dones", "discounts", "priorities")}
+        for name, array in columns.items():
+            if array.shape != (self.capacity,):
+                raise ValueError(f"the state's {name} has the shape {array.shape}, this "
+                                 f"buffer's ({self.capacity},)")
+        priorities = columns["priorities"].astype(np.float64)
+        max_priority, beta = float(state["max_priority"]), float(state["beta"])
+        if not (np.isfinite(priorities).all() and (priorities >= 0).all()
+                and np.isfinite(max_priority) and max_priority > 0 and np.isfinite(beta)
+                and beta >= 0):
+            raise ValueError("the state's priorities must be finite and >= 0 (the largest > 0)"
+                             ", its beta finite and >= 0")
+        if len(state["stores"]) != self.n_envs or len(state["windows"]) != self.n_envs:
+            raise ValueError(f"the state is of a buffer of {len(state['stores'])} envs, this "
+                             f"one has {self.n_envs}")
+        windows: List[Deque[_Step]] = []
+        for saved in state["windows"]:
+            obs, next_obs = np.asarray(saved["obs"]), np.asarray(saved["next_obs"])
+            length = len(obs)
+            if not (length < self.n_step and obs.shape == next_obs.shape
+                    == (length, *self.obs_shape) and obs.dtype == next_obs.dtype == np.uint8
+                    and all(len(saved[name]) == length
+                            for name in ("action", "reward", "terminated"))):
+                raise ValueError("the state's n-step windows do not fit this buffer")
+            windows.append(deque(_Step(obs[t].copy(), int(saved["action"][t]),
+                                       float(saved["reward"][t]), next_obs[t].copy(),
+                                       bool(saved["terminated"][t])) for t in range(length)))
+        # each store loaded into a new one first: a bad one leaves this buffer as it was
+        stores = []
+        for old, saved in zip(self.stores, state["stores"], strict=True):
+            store = FrameStore(old.capacity, 1, old.obs_shape, old.stack, old.axis, old.disk)
+            store.load_state_dict(saved)
+            stores.append(store)
+        self.stores, self.windows = stores, windows
+        for name in ("actions", "rewards", "dones", "discounts"):
+            getattr(self, name)[...] = columns[name]
+        self.tree.set(np.arange(self.capacity), priorities)
+        self.max_priority, self.beta = max_priority, beta
 

@@ -158,3 +158,46 @@ def test_a_pickled_buffer_continues_exactly():
     c = copy.sample(64)
     for x, y in zip(a, c, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def same_samples(a: PrioritizedReplayBuffer, b: PrioritizedReplayBuffer) -> None:
+    np.random.seed(3)
+    x = a.sample(64)
+    np.random.seed(3)
+    y = b.sample(64)
+    for u, v in zip(x, y, strict=True):
+        np.testing.assert_array_equal(u, v)
+
+
+def test_state_dict_resumes_exactly_and_a_bad_one_changes_nothing():
+    """A state_dict (a checkpoint with the vector env's snapshots) loaded into a new buffer:
+    the two go on identically, pending n-step windows, priorities and beta included; a state
+    of another shape, or with a bad store or priorities, is refused with the buffer as it
+    was."""
+    buffer = PrioritizedReplayBuffer(200, SHAPE, None, 3, 0.9, n_envs=2)
+    run(buffer, 50)
+    buffer.update_priorities(np.arange(10), np.linspace(0, 2, 10))
+    buffer.beta = 0.7
+    state = buffer.state_dict()
+    assert any(len(w["action"]) for w in state["windows"])  # windows pending
+    resumed = PrioritizedReplayBuffer(200, SHAPE, None, 3, 0.9, n_envs=2)
+    run(resumed, 20, seed=9)  # anything before: replaced whole
+    before = resumed.state_dict()
+    bad_store = dict(state, stores=[state["stores"][0], dict(state["stores"][1],
+                                                             first_serial=10**9)])
+    for bad in (dict(state, priorities=np.full(200, np.nan)), bad_store,
+                dict(state, actions=np.zeros(5, np.int64)), dict(state, stores=state["stores"][:1]),
+                dict(state, windows=[dict(w, obs=w["obs"][:, :1]) for w in state["windows"]])):
+        with pytest.raises(ValueError):
+            resumed.load_state_dict(bad)
+        after = resumed.state_dict()
+        np.testing.assert_array_equal(after["priorities"], before["priorities"])
+        np.testing.assert_array_equal(after["stores"][1]["frames"], before["stores"][1]["frames"])
+        assert [len(w["action"]) for w in after["windows"]] == \
+            [len(w["action"]) for w in before["windows"]]
+    resumed.load_state_dict(state)
+    assert resumed.beta == 0.7 and resumed.size == buffer.size
+    same_samples(buffer, resumed)
+    for b in (buffer, resumed):
+        run(b, 30, seed=5)
+    same_samples(buffer, resumed)
