@@ -174,15 +174,20 @@ cdef class FrameStore:
             self._spare(self.chunks.pop(number))
 
     # -- writing -------------------------------------------------------------------------------
-    def put(self, obs, next_obs):
+    def put(self, obs, next_obs, int64_t lookback=0):
         """Write one ``(obs, next_obs)`` pair per stream (arrays ``(n_envs, *obs_shape)``
-        uint8) at :attr:`pos`, then advance it."""
+        uint8) at :attr:`pos`, then advance it. ``lookback`` > 1 (an n-step memory's n): an
+        observation is also looked for in the next observation put ``lookback`` puts before
+        (within an episode, the same stack), which the last pair no longer overlaps once n
+        passes the stack size."""
         cdef const uint8_t[:, ::1] o = self._stacks(obs, "obs")
         cdef const uint8_t[:, ::1] n = self._stacks(next_obs, "next_obs")
-        cdef int64_t e
+        cdef int64_t e, back = -1
+        if 1 < lookback < self.capacity and (self.full or self.pos >= lookback):
+            back = (self.pos - lookback) % self.capacity
         self._release()
         for e in range(self.n_envs):
-            self._put_one(e, &o[e, 0], &n[e, 0])
+            self._put_one(e, &o[e, 0], &n[e, 0], back)
         self.pos += 1
         if self.pos == self.capacity:
             self.pos, self.full = 0, True
@@ -191,34 +196,38 @@ cdef class FrameStore:
         check_stacks(name, array, (self.n_envs,) + self.obs_shape)
         return np.ascontiguousarray(array).reshape(self.n_envs, self.stack_bytes)
 
-    cdef _put_one(self, int64_t e, const uint8_t *obs, const uint8_t *nxt):
+    cdef _put_one(self, int64_t e, const uint8_t *obs, const uint8_t *nxt, int64_t back):
         cdef int64_t[::1] o = self.refs[self.pos, e, 0], n = self.refs[self.pos, e, 1]
         cdef int64_t[::1] last_obs = self.last[e, 0], last_next = self.last[e, 1]
         cdef bint seen = self.has_last[e]
         # the usual shifts first: an observation is the last next one (0) and the last
-        # observation moved on a frame (1); a next observation is its observation moved on a
-        # frame (1), and the last next one moved on a frame (1)
-        self._match(obs, o, last_next if seen else None, 0, last_obs if seen else None, 1)
-        self._match(nxt, n, o, 1, last_next if seen else None, 1)
+        # observation moved on a frame (1) (or the next one ``back``, as it is); a next
+        # observation is its observation moved on a frame (1), and the last next one moved
+        # on a frame (1)
+        self._match(obs, o, last_next if seen else None, 0, last_obs if seen else None, 1,
+                    self.refs[back, e, 1] if back >= 0 else None, 0)
+        self._match(nxt, n, o, 1, last_next if seen else None, 1, None, 0)
         self.last[e, 0, :] = o
         self.last[e, 1, :] = n
         self.has_last[e] = 1
 
     cdef _match(self, const uint8_t *stack, int64_t[::1] out, int64_t[::1] first,
-                int64_t first_shift, int64_t[::1] second, int64_t second_shift):
+                int64_t first_shift, int64_t[::1] second, int64_t second_shift,
+                int64_t[::1] third, int64_t third_shift):
         """The serials of ``stack``'s frames into ``out``: a frame of the candidate stacks
-        ``first`` or ``second`` (None: no candidate; each with the shift to try first) where
-        it equals one, the zero frame, the frame before it repeated, else a new frame."""
+        ``first``, ``second`` or ``third`` (None: no candidate; each with the shift to try
+        first) where it equals one, the zero frame, the frame before it repeated, else a new
+        frame."""
         cdef int64_t j, i, k = self.stack
-        cdef int64_t shift[2]
-        cdef int64_t usual[2]
+        cdef int64_t shift[3]
+        cdef int64_t usual[3]
         cdef int64_t[::1] candidate
-        shift[0] = shift[1] = _UNALIGNED
-        usual[0], usual[1] = first_shift, second_shift
+        shift[0] = shift[1] = shift[2] = _UNALIGNED
+        usual[0], usual[1], usual[2] = first_shift, second_shift, third_shift
         for j in range(k):
             out[j] = -2
-            for i in range(2):
-                candidate = first if i == 0 else second
+            for i in range(3):
+                candidate = first if i == 0 else second if i == 1 else third
                 if candidate is None:
                     continue
                 if shift[i] == _UNALIGNED:

@@ -133,7 +133,8 @@ class PrioritizedReplayBuffer:
         ret = sum(self.gamma ** i * step.reward for i, step in enumerate(window))
         store = self.stores[e]
         index = e * self.per_env + store.pos
-        store.put(first.obs[None], last.next_obs[None])
+        # past the stack size, an observation is the next one of the transition n back
+        store.put(first.obs[None], last.next_obs[None], lookback=self.n_step)
         self.actions[index], self.rewards[index] = first.action, ret
         self.dones[index], self.discounts[index] = last.terminated, self.gamma ** len(window)
         self.tree.set(np.array([index]), np.array([self.max_priority ** self.alpha]))

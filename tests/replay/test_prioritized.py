@@ -201,3 +201,27 @@ def test_state_dict_resumes_exactly_and_a_bad_one_changes_nothing():
     for b in (buffer, resumed):
         run(b, 30, seed=5)
     same_samples(buffer, resumed)
+
+
+@pytest.mark.parametrize("n_step", [1, 3, 5, 20])
+def test_each_frame_is_stored_once_whatever_n(n_step):
+    """Past the stack size an n-step observation no longer overlaps the last transition, but
+    it is the next observation of the transition n back: as many frames stored as for 1-step
+    transitions of the same steps, but for fewer than n at each episode's start (where no
+    transition n back exists yet), and the stacks come back as fed."""
+    buffers = [PrioritizedReplayBuffer(3000, SHAPE, None, n) for n in (1, n_step)]
+    fed = []
+    for obs, next_obs, terminated, truncated in frame_stacks(np.random.default_rng(4), 2000,
+                                                             episode=100):
+        fed.append((obs, 0, 0.0, next_obs, terminated, truncated))
+        for buffer in buffers:
+            buffer.add(obs[None], [0], [0.0], next_obs[None], [terminated],
+                       truncated=[truncated])
+    episodes = sum(step[4] or step[5] for step in fed) + 1
+    one_step, buffer = (b.stores[0].frames_stored for b in buffers)
+    assert buffer <= one_step + max(n_step - 2, 0) * episodes
+    transitions = expected(fed, n_step, buffers[1].gamma)
+    obs, next_obs = buffers[1]._stacks(np.arange(len(transitions)))
+    for j, (o, _, _, n, *_) in enumerate(transitions):
+        np.testing.assert_array_equal(obs[j], o)
+        np.testing.assert_array_equal(next_obs[j], n)
