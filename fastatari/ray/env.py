@@ -93,16 +93,17 @@ class RayAtariVectorEnv(AtariVectorEnv):
             lambda k: (policy_ref, num_steps, *self.book.get(blocks[k])),
             lambda reply: self.book.apply([reply]))
         parts = []
+        raised: Optional[BaseException] = None
         for k, answer in answers.items():
             if isinstance(answer, Recovered):
+                raised = raised or answer.cause
                 continue
             steps, (ended, restarted), rows = answer
             self.book.set(blocks[k], ended, restarted)
             self.executor.buffers.put_rows(np.arange(blocks[k].start, blocks[k].stop), rows)
             parts.append(steps)
-        for answer in answers.values():
-            if isinstance(answer, Recovered):
-                raise answer.cause
+        if raised is not None:
+            raise raised
         joined = join(parts, [len(block) for block in self.blocks])
         info = joined.info  # each actor numbers only its own games
         info.pop("game_index", None), info.pop("_game_index", None)

@@ -249,4 +249,3 @@ class PrioritizedReplayBuffer:
             getattr(self, name)[...] = columns[name]
         self.tree.set(np.arange(self.capacity), priorities)
         self.max_priority, self.beta = max_priority, beta
-
