@@ -33,15 +33,23 @@ def thread_cpu() -> float:
     return time.thread_time()
 
 
-def open_systems(n: int, threads: int, copy: bool) -> Dict[str, System]:
-    systems: Dict[str, System] = {}
+def fastatari_pair(n: int, threads: int, **keywords: Any) -> Dict[str, Any]:
+    """fastatari with its compiled path, and with every call on the general path (the
+    Python the compiled one replaces), reset."""
+    pair = {}
     for name, compiled in (("fastatari", True), ("fastatari, general path", False)):
-        envs = fastatari.make_vec("breakout", n, num_workers=threads, copy=copy,
-                                  repeat_action_probability=0.0)
+        envs = fastatari.make_vec("breakout", n, num_workers=threads,
+                                  repeat_action_probability=0.0, **keywords)
         envs.reset(seed=0)
         if not compiled:
-            envs._fast = None  # every step on the general path: the reference it replaces
-        systems[name] = (envs.step, envs.close)
+            envs._fast = None
+        pair[name] = envs
+    return pair
+
+
+def open_systems(n: int, threads: int, copy: bool) -> Dict[str, System]:
+    systems: Dict[str, System] = {name: (envs.step, envs.close) for name, envs
+                                  in fastatari_pair(n, threads, copy=copy).items()}
     if not copy:
         return systems
     # the bound copy=True carries: the trainer copies the observations out of the shared memory
@@ -74,12 +82,7 @@ def open_systems(n: int, threads: int, copy: bool) -> Dict[str, System]:
 def open_async_systems(n: int, batch: int, threads: int) -> Dict[str, System]:
     """Per system, one ``recv`` of ``batch`` envs and the ``send`` of their next actions."""
     systems: Dict[str, System] = {}
-    for name, compiled in (("fastatari", True), ("fastatari, general path", False)):
-        envs = fastatari.make_vec("breakout", n, num_workers=threads, batch_size=batch,
-                                  repeat_action_probability=0.0)
-        envs.reset(seed=0)
-        if not compiled:
-            envs._fast = None
+    for name, envs in fastatari_pair(n, threads, batch_size=batch).items():
         envs.send(np.zeros(n, np.int64))
 
         def turn(actions: np.ndarray, envs: Any = envs) -> None:

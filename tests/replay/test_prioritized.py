@@ -141,6 +141,15 @@ def test_cleanrl_rainbows_calls_with_torch_tensors():
     rb.update_priorities(data.indices, torch.rand(32).numpy())
 
 
+def same_samples(a: PrioritizedReplayBuffer, b: PrioritizedReplayBuffer) -> None:
+    np.random.seed(3)
+    x = a.sample(64)
+    np.random.seed(3)
+    y = b.sample(64)
+    for u, v in zip(x, y, strict=True):
+        np.testing.assert_array_equal(u, v)
+
+
 def test_a_pickled_buffer_continues_exactly():
     """Pickled (a checkpoint), with its pending n-step windows: the copy samples and goes on
     as the original does."""
@@ -152,21 +161,7 @@ def test_a_pickled_buffer_continues_exactly():
     copy = pickle.loads(pickle.dumps(buffer))
     for b in (buffer, copy):
         run(b, 30, seed=5)
-    np.random.seed(3)
-    a = buffer.sample(64)
-    np.random.seed(3)
-    c = copy.sample(64)
-    for x, y in zip(a, c, strict=True):
-        np.testing.assert_array_equal(x, y)
-
-
-def same_samples(a: PrioritizedReplayBuffer, b: PrioritizedReplayBuffer) -> None:
-    np.random.seed(3)
-    x = a.sample(64)
-    np.random.seed(3)
-    y = b.sample(64)
-    for u, v in zip(x, y, strict=True):
-        np.testing.assert_array_equal(u, v)
+    same_samples(buffer, copy)
 
 
 def test_state_dict_resumes_exactly_and_a_bad_one_changes_nothing():
