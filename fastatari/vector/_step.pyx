@@ -12,7 +12,7 @@ same results.
 """
 
 from libc.stdint cimport int64_t, uint8_t
-from libc.string cimport memmove
+from libc.string cimport memmove, memset
 
 import numpy as np
 
@@ -45,7 +45,7 @@ cdef class CommonStep:
     cdef int64_t num_actions
     cdef int64_t[::1] action
     cdef uint8_t[::1] ended, restarted, phase, game_done, has_final, terminated_v, truncated_v
-    cdef uint8_t[::1] ops_v, seen
+    cdef uint8_t[::1] ops_v
     cdef int64_t[::1] every, sent_actions
     cdef readonly object ops
     cdef object all_ids
@@ -65,7 +65,6 @@ cdef class CommonStep:
         self.phase = phase
         self.all_ids = np.arange(self.n, dtype=np.int64)
         self.every = self.all_ids
-        self.seen = np.zeros(self.n, np.uint8)
         self.sent_actions = np.zeros(self.n, np.int64)
         self.game_done_array = buffers.game_done
         self.game_done = buffers.game_done.view(np.uint8)
@@ -124,7 +123,7 @@ cdef class CommonStep:
         run. None for anything else (another dtype or shape, an id out of range, repeated,
         busy or with a restart to report, an action out of range, an ended episode without
         next-step autoreset), with nothing written: the general path then raises or sends."""
-        cdef Py_ssize_t i, j, checked = 0, k
+        cdef Py_ssize_t i, j, k
         cdef int64_t a, limit = self.num_actions
         cdef const int64_t[::1] given, sel
         cdef bint common = True
@@ -142,9 +141,12 @@ cdef class CommonStep:
         sel = ids
         given = np.ascontiguousarray(actions)
         with nogil:
+            # the ops of this send, IDLE for the envs not sent (Executor.run): a repeated id
+            # finds its op already set
+            memset(&self.ops_v[0], 0, self.n)
             for j in range(k):
                 i = sel[j]
-                if i < 0 or i >= self.n or self.seen[i] or self.phase[i] != IDLE \
+                if i < 0 or i >= self.n or self.ops_v[i] or self.phase[i] != IDLE \
                         or self.restarted[i] or (self.ended[i] and not self.reset_ended):
                     common = False
                     break
@@ -152,16 +154,12 @@ cdef class CommonStep:
                 if a < 0 or a >= limit:
                     common = False
                     break
-                self.seen[i] = 1
+                self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP
                 self.sent_actions[i] = a
-                checked += 1
-            for j in range(checked):
-                self.seen[sel[j]] = 0
             if common:
                 for j in range(k):
                     i = sel[j]
                     self.action[i] = self.sent_actions[i]
-                    self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP
                     self.phase[i] = IN_FLIGHT
         return ids if common else None
 

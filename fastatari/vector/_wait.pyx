@@ -119,26 +119,49 @@ def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd)
     fa_complete(_control(control), &tickets[i], evfd)
 
 
-def start(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, const uint8_t[::1] ops,
-          const int64_t[::1] ids, uint8_t[::1] in_flight):
-    """Start the envs ``ids`` with their ``ops`` entries: no ticket yet, then (after the
-    fence) the op, in flight; one publish for all."""
-    cdef Py_ssize_t j, i, n = op.shape[0]
+cdef int64_t _start(fa_control *c, int64_t *tickets, uint8_t *op, const uint8_t *chosen,
+                    uint8_t *in_flight, Py_ssize_t n) noexcept nogil:
+    """Start the envs whose ``chosen`` op is not 0 (``chosen`` NULL: every env, a step): no
+    ticket yet, then (after the fence) the op, and in flight where ``in_flight`` is given;
+    one publish for all. Returns how many were started."""
+    cdef Py_ssize_t i
+    cdef int64_t started = 0
+    for i in range(n):
+        if chosen == NULL or chosen[i]:
+            tickets[i] = -1
+    fa_release_fence()  # the actions and tickets before the ops that name them
+    for i in range(n):
+        if chosen == NULL or chosen[i]:
+            op[i] = 1 if chosen == NULL else chosen[i]  # 1: messages.Op.STEP
+            if in_flight != NULL:
+                in_flight[i] = 1
+            started += 1
+    fa_publish(c)
+    return started
+
+
+cdef const uint8_t *_chosen(ops, Py_ssize_t n) except? NULL:
+    """``ops`` (one per env, 0 where none) as a pointer, valid while the caller holds ``ops``;
+    NULL for None (every env steps)."""
+    if ops is None:
+        return NULL
+    cdef const uint8_t[::1] chosen = ops
+    if chosen.shape[0] != n:
+        raise ValueError(f"ops has {chosen.shape[0]} envs, op has {n}")
+    return &chosen[0]
+
+
+def start(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, ops,
+          uint8_t[::1] in_flight):
+    """Start the envs whose ``ops`` entry is not 0 (``ops`` None: every env steps), marking
+    them ``in_flight``; one publish for all."""
+    cdef Py_ssize_t n = op.shape[0]
     cdef fa_control *c = _control(control)
-    if tickets.shape[0] != n or ops.shape[0] != n or in_flight.shape[0] != n:
-        raise ValueError(f"tickets, ops and in_flight must have the {n} envs of op")
-    for j in range(ids.shape[0]):
-        if not 0 <= ids[j] < n:
-            raise IndexError(f"env {ids[j]} out of range for {n} envs")
+    if tickets.shape[0] != n or in_flight.shape[0] != n:
+        raise ValueError(f"tickets and in_flight must have the {n} envs of op")
+    cdef const uint8_t *chosen = _chosen(ops, n)
     with nogil:
-        for j in range(ids.shape[0]):
-            tickets[ids[j]] = -1
-        fa_release_fence()  # the actions and tickets before the ops that name them
-        for j in range(ids.shape[0]):
-            i = ids[j]
-            op[i] = ops[i]
-            in_flight[i] = 1
-        fa_publish(c)
+        _start(c, &tickets[0], &op[0], chosen, &in_flight[0], n)
 
 
 ctypedef struct _Done:
@@ -182,28 +205,12 @@ def run_and_wait(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, op
     """The synchronous step's round trip: start every env (``ops`` None: all step) or those
     whose ``ops`` entry is not 0 (that op), then :func:`wait_done` until all of them are counted
     past ``completed``. Returns the wait's answer and how many envs were started."""
-    cdef Py_ssize_t i, n = op.shape[0]
-    cdef int64_t started = 0
-    cdef uint8_t[::1] chosen
+    cdef Py_ssize_t n = op.shape[0]
+    cdef int64_t started
     cdef fa_control *c = _control(control)
     if tickets.shape[0] != n:
         raise ValueError(f"tickets has {tickets.shape[0]} envs, op has {n}")
-    if ops is None:
-        tickets[:] = -1
-        fa_release_fence()  # the actions and tickets before the ops that name them
-        op[:] = 1  # messages.Op.STEP
-        started = n
-    else:
-        chosen = ops
-        if chosen.shape[0] != n:
-            raise ValueError(f"ops has {chosen.shape[0]} envs, op has {n}")
-        for i in range(n):
-            if chosen[i]:
-                tickets[i] = -1
-        fa_release_fence()
-        for i in range(n):
-            if chosen[i]:
-                op[i] = chosen[i]
-                started += 1
-    fa_publish(c)
+    cdef const uint8_t *chosen = _chosen(ops, n)
+    with nogil:
+        started = _start(c, &tickets[0], &op[0], chosen, NULL, n)
     return wait_done(control, completed + started, epfd, evfd, spin, timeout), started

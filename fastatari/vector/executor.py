@@ -93,7 +93,7 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
         """Start ``ops[i]`` (:class:`~fastatari.vector.messages.Op`) for each env ``i`` of
-        ``ids``."""
+        ``ids``; ``ops`` is IDLE for every other env."""
 
     @abc.abstractmethod
     def run_all(self) -> None:

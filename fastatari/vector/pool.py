@@ -205,15 +205,12 @@ class WorkerPool(Executor):
 
     # -- steps: through shared memory ---------------------------------------------------------
     def run_all(self) -> None:
-        self.buffers.ticket.fill(-1)
-        _wait.release_fence()  # the actions and tickets before the ops that name them
-        self.buffers.op.fill(Op.STEP)
-        self._in_flight.fill(True)
-        _wait.publish(self.buffers.control)
+        self.run(None, self._every)
 
-    def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
+    def run(self, ops: Optional[np.ndarray], ids: np.ndarray) -> None:
+        # the ops name the envs (IDLE for the others): one compiled pass
         _wait.start(self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
-                    ids.astype(np.int64, copy=False), self._in_flight.view(np.uint8))
+                    self._in_flight.view(np.uint8))
 
     def busy(self) -> bool:
         return bool(self._in_flight.any())
