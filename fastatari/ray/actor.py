@@ -1,13 +1,10 @@
 """One Ray actor: a local executor (worker processes and their shared memory) on its node.
 
-The driver's :class:`~fastatari.ray.executor.RayExecutor` calls it with the envs' ops and
-actions and gets back the replies and the rows of the results they wrote; the driver's
-:class:`~fastatari.AtariVectorEnv` keeps the contract. For a rollout, the actor runs that same
-front over its local executor, with the driver's per-env state, next to the envs.
-
-Every call but :meth:`EnvActor.describe` carries the driver's *epoch* for this actor, bumped at
-every recovery; a call from another epoch is refused (:class:`ActorRestarted`), so that no call
-runs on an instance the driver has not started.
+The driver calls it with the envs' ops and actions and gets back the replies and the rows of
+the results they wrote; for a rollout, the actor runs the vector env's front over its local
+executor, with the driver's per-env state, next to the envs. Every call carries the driver's
+*epoch* for this actor, bumped at every recovery; a call from another epoch is refused
+(:class:`ActorRestarted`): no call runs on an instance the driver has not started.
 """
 
 from __future__ import annotations
@@ -55,11 +52,11 @@ class EnvActor:
             raise ActorRestarted(f"call of epoch {epoch} reached an actor of epoch {self.epoch}")
         return self.pool
 
-    def describe(self) -> Dict[str, Any]:
+    def describe(self, epoch: int) -> Dict[str, Any]:
         import ray
 
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
-                "worker_pids": self.pool.pids if self.pool is not None else []}
+                "worker_pids": self._check(epoch).pids}
 
     def start(self, epoch: int, seeds: List[Optional[int]], resets: Sequence[ResetRequest],
               rows: Optional[Dict[str, np.ndarray]]) -> Tuple[Dict[str, Any],
@@ -77,7 +74,7 @@ class EnvActor:
         pool.start(resets, restarted=bool(resets))
         self.pool, self.epoch = pool, epoch
         after = self._rows(np.arange(self.plan.num_envs)) if resets else None
-        return self.describe(), after
+        return self.describe(epoch), after
 
     def _rows(self, ids: np.ndarray) -> Dict[str, np.ndarray]:
         assert self.pool is not None
@@ -91,11 +88,11 @@ class EnvActor:
         ids = np.unique(np.concatenate(touched))
         return replies, ids, self._rows(ids)
 
-    def run(self, epoch: int, ops: np.ndarray, actions: np.ndarray, ids: np.ndarray) -> Answer:
-        """Run ``ops`` (one per env of the block) on ``ids`` with ``actions``; wait for all."""
+    def run(self, epoch: int, ops: np.ndarray, actions: np.ndarray) -> Answer:
+        """Run ``ops`` with ``actions`` (one of each per env of the block); wait for all."""
         pool = self._check(epoch)
-        pool.buffers.action[ids] = actions
-        pool.run(ops, ids)
+        pool.buffers.action[:] = actions
+        pool.run(ops)
         replies: List[Reply] = []
         while pool.busy():
             replies += pool.collect()

@@ -1,11 +1,9 @@
-"""The Ray executor: the envs in contiguous blocks, one per actor, each actor a local executor
-on its node (:class:`~fastatari.ray.actor.EnvActor`). The driver keeps a copy of every result
-column (:attr:`RayExecutor.buffers`, the local executor's layout), written from each answer.
+"""The Ray executor: the envs in contiguous blocks, one per actor (a local executor on its
+node); the driver keeps a copy of every result column, written from each answer.
 
-Faults: actors run with ``max_restarts=-1`` and ``max_task_retries=0`` (Ray recreates a dead
-actor, never re-runs a call on it). A call lost with its actor makes the driver *recover* it: a
-new epoch, its envs reset by :class:`~fastatari.vector.executor.SeedBook`'s rule and reported
-RESTARTED, as a dead local worker's, under the local restart policy.
+Actors run with ``max_restarts=-1`` and ``max_task_retries=0`` (Ray recreates a dead actor,
+never re-runs a call on it). A call lost with its actor makes the driver *recover* it: a new
+epoch, its envs reset and reported RESTARTED, as a dead local worker's.
 """
 
 from __future__ import annotations
@@ -16,8 +14,7 @@ import threading
 import time
 import warnings
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import ray
@@ -58,13 +55,15 @@ class Recovered(Exception):
         self.cause = cause
 
 
-@dataclass
-class _Call:
+_NO_ENVS = np.empty(0, np.int64)
+
+
+class _Call(NamedTuple):
     """A remote call in flight: its actor, the actor's epoch when sent, the envs it steps."""
 
     actor: int
     epoch: int
-    ids: Optional[np.ndarray] = None  # the envs a run call steps (global ids)
+    ids: np.ndarray = _NO_ENVS  # the envs a run call steps (global ids)
 
 
 def _start_ray() -> None:
@@ -132,8 +131,7 @@ class RayExecutor(Executor):
         self.seeds = SeedBook(plan.env_ids)
         self.num_workers = plan.workers.get("num_workers")  # per actor (None: its node's cores)
         self.actor_timeout = actor_timeout
-        self._plan = plan
-        self._actors: List[Any] = []
+        self.actors: List[Any] = []  # actor k's handle (replaced when Ray gives up on it)
         self._calls: Dict[Any, _Call] = {}
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
@@ -141,7 +139,7 @@ class RayExecutor(Executor):
                 if not ray.is_initialized():
                     _start_ray()
                 _OWN_RAY["envs"] += 1
-        self._finalizer = weakref.finalize(self, _release, self._actors, self.buffers,
+        self._finalizer = weakref.finalize(self, _release, self.actors, self.buffers,
                                            self._owns_ray)
         try:
             actor_options.setdefault("num_cpus", 1)
@@ -153,12 +151,11 @@ class RayExecutor(Executor):
                 num_actors = max(1, min(len(self._nodes), num_envs))
             self.num_actors = validate.check_int("num_actors", num_actors, 1, num_envs)
             bounds = np.linspace(0, num_envs, self.num_actors + 1).round().astype(int)
-            self._starts = bounds[:-1]
-            self._lasts = bounds[1:] - 1
+            self._lasts = bounds[1:] - 1  # actor k's last env
             self.blocks = [range(int(bounds[k]), int(bounds[k + 1]))
                            for k in range(self.num_actors)]
             self._plans = [plan.block(block.start, block.stop) for block in self.blocks]
-            self._actors.extend(self._spawn(k) for k in range(self.num_actors))
+            self.actors.extend(self._spawn(k) for k in range(self.num_actors))
         except BaseException:
             self._finalizer()
             raise
@@ -183,7 +180,7 @@ class RayExecutor(Executor):
 
     def start(self) -> None:
         refs = [actor.start.remote(0, [None] * len(block), (), None)
-                for actor, block in zip(self._actors, self.blocks, strict=True)]
+                for actor, block in zip(self.actors, self.blocks, strict=True)]
         try:
             started = ray.get(refs, timeout=self.actor_timeout)
         except ray.exceptions.GetTimeoutError:
@@ -198,22 +195,14 @@ class RayExecutor(Executor):
         self.nodes = [described["node_id"] for described, _ in started]
 
     @property
-    def actors(self) -> List[Any]:
-        return list(self._actors)
-
-    @property
     def restarts(self) -> int:
         return self._policy.restarts
 
     # -- calls -----------------------------------------------------------------------------------
     def submit(self, k: int, method: str, *args: Any, ids: Optional[np.ndarray] = None) -> Any:
         """Call ``method`` of actor ``k`` with its epoch; returns the call's ref."""
-        actor = self._actors[k]
-        if method == "describe":
-            ref = actor.describe.remote()
-        else:
-            ref = getattr(actor, method).remote(self._epoch[k], *args)
-        self._calls[ref] = _Call(k, self._epoch[k], ids)
+        ref = getattr(self.actors[k], method).remote(self._epoch[k], *args)
+        self._calls[ref] = _Call(k, self._epoch[k], _NO_ENVS if ids is None else ids)
         return ref
 
     def get(self, ref: Any) -> Any:
@@ -235,9 +224,8 @@ class RayExecutor(Executor):
                                   f"info['worker_restarted']\n{error}", RuntimeWarning,
                                   stacklevel=4)
                 self._recover(call.actor, error)
-            lost = call.ids if call.ids is not None else block[:0]
             raised = None if isinstance(error, _LOST) else str(error)  # its traceback
-            raise Recovered(Reply(ReplyKind.RESTARTED, payload=raised, envs=lost,
+            raise Recovered(Reply(ReplyKind.RESTARTED, payload=raised, envs=call.ids,
                                   restarted=restarted, source=f"actor {call.actor}"),
                             error) from None
         except KeyboardInterrupt:
@@ -285,7 +273,7 @@ class RayExecutor(Executor):
                 raise RuntimeError(f"actor {k} died ({cause}) and was not running again within "
                                    f"actor_timeout={self.actor_timeout} s: no node with its "
                                    f"resources ({self._actor_options}) left?")
-            ref = self._actors[k].start.remote(self._epoch[k], seeds, resets, rows)
+            ref = self.actors[k].start.remote(self._epoch[k], seeds, resets, rows)
             try:
                 described, after = ray.get(ref, timeout=remaining)
             except ray.exceptions.GetTimeoutError:
@@ -296,7 +284,7 @@ class RayExecutor(Executor):
             except (ray.exceptions.ActorDiedError, ray.exceptions.ObjectLostError) as died:
                 self._count_death(k, died)  # Ray gave up on it: a new actor in its place
                 cause = died
-                self._actors[k] = self._spawn(k)
+                self.actors[k] = self._spawn(k)
                 continue
             self.nodes[k] = described["node_id"]
             if after is not None:
@@ -313,7 +301,7 @@ class RayExecutor(Executor):
                      ) -> List[Reply]:
         """Write an actor's rows into the driver's columns; its replies in global env ids."""
         replies, ids, rows = answer
-        start = int(self._starts[k])
+        start = self.blocks[k].start
         self.buffers.put_rows(ids + start, rows)
         return [reply._replace(
             envs=None if reply.envs is None else reply.envs + start,
@@ -321,15 +309,12 @@ class RayExecutor(Executor):
             source=f"actor {k}, {reply.source}") for reply in replies]
 
     # -- the executor's calls --------------------------------------------------------------------
-    def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
+    def run(self, ops: Optional[np.ndarray]) -> None:
+        ops = np.full(self.buffers.op.size, Op.STEP, np.uint8) if ops is None else ops
+        ids = np.flatnonzero(ops)
         for k, rows in self._by_actor(ids):
-            block, mine = self.blocks[k], ids[rows]
-            self.submit(k, "run", ops[block.start:block.stop], self.buffers.action[mine],
-                        mine - block.start, ids=mine)
-
-    def run_all(self) -> None:
-        every = np.arange(self._plan.num_envs)
-        self.run(np.full(every.size, Op.STEP, np.uint8), every)
+            block = slice(self.blocks[k].start, self.blocks[k].stop)
+            self.submit(k, "run", ops[block], self.buffers.action[block], ids=ids[rows])
 
     def busy(self) -> bool:
         return bool(self._calls)
@@ -340,19 +325,14 @@ class RayExecutor(Executor):
         while self._calls and (at_least is None or answered < at_least):
             pending = list(self._calls)
             ready, _ = ray.wait(pending, num_returns=len(pending) if at_least is None else 1)
-            for ref in ready:
-                stepped = self._calls[ref].ids  # set: only run calls wait here
-                answered += 0 if stepped is None else stepped.size
-                replies += self._answer(ref)
+            for ref in ready:  # only run calls wait here
+                call = self._calls[ref]
+                answered += call.ids.size
+                try:
+                    replies += self._take_answer(call.actor, self.get(ref))
+                except Recovered as recovered:
+                    replies.append(recovered.reply)
         return replies
-
-    def _answer(self, ref: Any) -> List[Reply]:
-        """The replies of a finished call, its rows written into the driver's columns."""
-        call = self._calls[ref]
-        try:
-            return self._take_answer(call.actor, self.get(ref))
-        except Recovered as recovered:
-            return [recovered.reply]
 
     def _by_actor(self, ids: np.ndarray) -> List[Tuple[int, np.ndarray]]:
         """Each actor owning some of ``ids``, with the mask of its rows in ``ids``."""
@@ -367,7 +347,7 @@ class RayExecutor(Executor):
         rows = {k: np.flatnonzero(mine).tolist() for k, mine in self._by_actor(ids)}
         replies: List[Reply] = []
         answers = self.call_all("command", rows, lambda k: (method, [
-            (items[j][0] - int(self._starts[k]), items[j][1]) for j in rows[k]]),
+            (items[j][0] - self.blocks[k].start, items[j][1]) for j in rows[k]]),
             replies.append)
         values: List[Any] = [None] * ids.size
         for k, value in answers.items():
@@ -402,9 +382,9 @@ class RayExecutor(Executor):
         """Stop every actor's workers, then the actors. Safe to call more than once."""
         if self.closed:
             return
-        if self._actors and ray.is_initialized():
+        if self.actors and ray.is_initialized():
             refs = []
-            for actor in self._actors:
+            for actor in self.actors:
                 try:
                     refs.append(actor.close.remote())
                 except Exception:  # already gone

@@ -291,7 +291,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self._check_was_reset("send")
         fast = self._fast
         if fast is not None and (ids := fast.write_send(actions, env_ids)) is not None:
-            self.executor.run(fast.ops, ids)  # the common send, checked and written
+            self.executor.run(fast.ops)  # the common send, checked and written
         else:
             ids = self._check_env_ids(env_ids)
             actions = self.plan.check_actions(actions, ids.size)
@@ -323,7 +323,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """Run ``ids``: autoreset ones reset, others step (restarted ones answer at once)."""
         ops, run = self.book.dispatch(ids)
         if run.size:
-            self.executor.run(ops, run)
+            self.executor.run(ops)
 
     @contract.one_caller
     def rollout(self, policy: Callable[[np.ndarray], Any], num_steps: int) -> Rollout:

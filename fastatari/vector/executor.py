@@ -91,13 +91,9 @@ class Executor(abc.ABC):
         """Start running (the games are built at the first reset)."""
 
     @abc.abstractmethod
-    def run(self, ops: np.ndarray, ids: np.ndarray) -> None:
-        """Start ``ops[i]`` (:class:`~fastatari.vector.messages.Op`) for each env ``i`` of
-        ``ids``; ``ops`` is IDLE for every other env."""
-
-    @abc.abstractmethod
-    def run_all(self) -> None:
-        """Step every env: the common step."""
+    def run(self, ops: Optional[np.ndarray]) -> None:
+        """Start ``ops[i]`` (:class:`~fastatari.vector.messages.Op`) for each env ``i`` whose
+        entry is not IDLE; ``ops`` None: every env steps (the common step)."""
 
     @abc.abstractmethod
     def busy(self) -> bool:
@@ -109,12 +105,9 @@ class Executor(abc.ABC):
         early with what a fault brought (a restart): call again while :meth:`busy`."""
 
     def run_and_collect(self, ops: Optional[np.ndarray]) -> List[Reply]:
-        """The synchronous step's round trip: :meth:`run_all` (``ops`` None) or :meth:`run` of
-        every env whose ``ops`` entry is not IDLE, then collect until nothing is owed."""
-        if ops is None:
-            self.run_all()
-        else:
-            self.run(ops, np.flatnonzero(ops))
+        """The synchronous step's round trip: :meth:`run` ``ops``, then collect until nothing
+        is owed."""
+        self.run(ops)
         replies = self.collect()
         while self.busy():
             replies += self.collect()

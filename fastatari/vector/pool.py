@@ -204,10 +204,7 @@ class WorkerPool(Executor):
         self._finalizer()
 
     # -- steps: through shared memory ---------------------------------------------------------
-    def run_all(self) -> None:
-        self.run(None, self._every)
-
-    def run(self, ops: Optional[np.ndarray], ids: np.ndarray) -> None:
+    def run(self, ops: Optional[np.ndarray]) -> None:
         # the ops name the envs (IDLE for the others): one compiled pass
         _wait.start(self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
                     self._in_flight.view(np.uint8))

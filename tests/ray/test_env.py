@@ -507,7 +507,7 @@ def test_close_leaves_no_actor_or_worker(cluster):
     assert not any(alive(p) for p in pids)
     for actor in actors:
         with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(actor.describe.remote(), timeout=20)
+            ray.get(actor.describe.remote(0), timeout=20)
 
 
 def test_module_does_not_shadow_ray():
