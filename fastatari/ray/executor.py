@@ -309,7 +309,7 @@ class RayExecutor(Executor):
             source=f"actor {k}, {reply.source}") for reply in replies]
 
     # -- the executor's calls --------------------------------------------------------------------
-    def run(self, ops: Optional[np.ndarray]) -> None:
+    def run(self, ops: Optional[np.ndarray], output: int = -1) -> None:  # no outputs
         ops = np.full(self.buffers.op.size, Op.STEP, np.uint8) if ops is None else ops
         ids = np.flatnonzero(ops)
         for k, rows in self._by_actor(ids):

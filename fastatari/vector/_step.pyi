@@ -8,11 +8,13 @@ SOME_RESET: int
 
 class CommonStep:
     ops: np.ndarray
+    output: int
     def __init__(self, buffers: Any, ended: np.ndarray, restarted: np.ndarray,
                  phase: np.ndarray, field_names: Sequence[str], game_key: str,
                  game_fields: Sequence[str],
                  game_index: Optional[np.ndarray], num_actions: int, copy: bool,
-                 life_loss_info: bool, autoreset: str) -> None: ...
+                 life_loss_info: bool, autoreset: str,
+                 outputs: Tuple[np.ndarray, ...] = ()) -> None: ...
     def write_actions(self, actions: Any) -> int: ...
     def write_send(self, actions: Any, env_ids: Any) -> Optional[np.ndarray]: ...
     def results(self, ids: Optional[np.ndarray] = None) -> Optional[

@@ -11,6 +11,8 @@ general path, in Python, does that call whole, raising its precise errors; the t
 same results.
 """
 
+from cpython.ref cimport PyObject, _Py_REFCNT
+from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memmove, memset
 
@@ -39,7 +41,12 @@ cdef class CommonStep:
     ``autoreset``: ``"next_step"`` (an ended env resets at its next step), ``"disabled"`` (an
     ended env must be reset by the caller: the general path raises) or ``"same_step"``.
     ``game_fields``: the names of a finished game's statistics (``info["game"]``);
-    ``game_index``: each env's game (``info["game_index"]``), None for one game."""
+    ``game_index``: each env's game (``info["game_index"]``), None for one game.
+
+    ``outputs``: the executor's output slots (``Executor.outputs``). With ``copy``, the
+    common step returns a slot that the workers filled instead of a copy of the observations:
+    :meth:`write_actions` chooses one that no caller holds any more (:attr:`output`; -1 when
+    each is held: a copy), which the caller passes to ``Executor.run``."""
 
     cdef Py_ssize_t n
     cdef int64_t num_actions
@@ -51,12 +58,14 @@ cdef class CommonStep:
     cdef object all_ids
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
     cdef object game_index
-    cdef tuple fields, game_columns
+    cdef tuple fields, game_columns, outputs
+    cdef Py_ssize_t idle_refs
+    cdef readonly int output
     cdef bint copy, life_loss_info, track_ended, reset_ended
 
     def __init__(self, buffers, ended, restarted, phase, field_names, game_key, game_fields,
                  game_index, int64_t num_actions, bint copy, bint life_loss_info,
-                 str autoreset):
+                 str autoreset, tuple outputs=()):
         self.n = ended.shape[0]
         self.num_actions = num_actions
         self.action = buffers.action
@@ -83,6 +92,18 @@ cdef class CommonStep:
         self.copy, self.life_loss_info = copy, life_loss_info
         self.track_ended = autoreset != "same_step"  # ended envs matter at the next step
         self.reset_ended = autoreset == "next_step"
+        self.outputs = outputs if copy else ()
+        self.output = -1
+        # a slot's references while no caller holds it (or any view of it: views are based on
+        # the slot's array, itself on its own memoryview)
+        self.idle_refs = _Py_REFCNT(PyTuple_GET_ITEM(outputs, 0)) if self.outputs else 0
+
+    cdef int _free_output(self):
+        cdef Py_ssize_t k
+        for k in range(len(self.outputs)):
+            if _Py_REFCNT(PyTuple_GET_ITEM(self.outputs, k)) == self.idle_refs:
+                return <int>k
+        return -1
 
     def write_actions(self, actions):
         """Check ``actions`` and, for the common step, write them and each env's op
@@ -94,6 +115,7 @@ cdef class CommonStep:
         cdef int64_t a, limit = self.num_actions
         cdef const int64_t[::1] given
         cdef int answer = _ALL_STEP
+        self.output = -1
         if not (isinstance(actions, np.ndarray) and actions.dtype == np.int64
                 and actions.ndim == 1 and actions.shape[0] == n):
             return _NOT_COMMON
@@ -115,6 +137,8 @@ cdef class CommonStep:
             if answer == _SOME_RESET:
                 for i in range(n):
                     self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP
+        if answer != _NOT_COMMON:
+            self.output = self._free_output()
         return answer
 
     def write_send(self, actions, env_ids):
@@ -187,7 +211,10 @@ cdef class CommonStep:
         if not common:
             return None
         if whole:  # copies: views of the whole columns would change at the next step
-            obs = self.obs.copy() if self.copy else self.obs
+            if self.output >= 0:  # the workers' copy
+                obs = self.outputs[self.output]
+            else:
+                obs = self.obs.copy() if self.copy else self.obs
             reward, terminated = self.reward.copy(), self.terminated.copy()
             truncated = self.truncated.copy()
         else:

@@ -1,7 +1,7 @@
 # The vector env's hot path in shared memory (fa_wait.c), apart from the kernels.
 # Directives (boundscheck, wraparound, ...) are set in setup.py.
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uintptr_t
 from libc.stdlib cimport qsort
 
 import numpy as np
@@ -19,8 +19,10 @@ from fastatari.vector.fa_wait cimport (
     fa_control,
     fa_fast_waits,
     fa_generation,
+    fa_output,
     fa_publish,
     fa_release_fence,
+    fa_set_output,
     fa_wait_done,
     fa_wait_generation,
 )
@@ -112,6 +114,11 @@ def claim(uint8_t[::1] ops, Py_ssize_t i):
     return fa_claim(&ops[i])
 
 
+def output(uint8_t[::1] control):
+    """After a claim: the output slot its op's observation is also copied into (-1: none)."""
+    return fa_output(_control(control))
+
+
 def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd):
     """Env ``i``'s results are written: its ticket, the count, the trainer's wake."""
     if not 0 <= i < tickets.shape[0]:
@@ -120,15 +127,16 @@ def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd)
 
 
 cdef int64_t _start(fa_control *c, int64_t *tickets, uint8_t *op, const uint8_t *chosen,
-                    uint8_t *in_flight, Py_ssize_t n) noexcept nogil:
+                    uint8_t *in_flight, Py_ssize_t n, int32_t output) noexcept nogil:
     """Start the envs whose ``chosen`` op is not 0 (``chosen`` NULL: every env, a step): no
-    ticket yet, then (after the fence) the op, and in flight where ``in_flight`` is given;
-    one publish for all. Returns how many were started."""
+    ticket yet and the output slot, then (after the fence) the op, and in flight where
+    ``in_flight`` is given; one publish for all. Returns how many were started."""
     cdef Py_ssize_t i
     cdef int64_t started = 0
     for i in range(n):
         if chosen == NULL or chosen[i]:
             tickets[i] = -1
+    fa_set_output(c, output)
     fa_release_fence()  # the actions and tickets before the ops that name them
     for i in range(n):
         if chosen == NULL or chosen[i]:
@@ -152,16 +160,17 @@ cdef const uint8_t *_chosen(ops, Py_ssize_t n) except? NULL:
 
 
 def start(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, ops,
-          uint8_t[::1] in_flight):
+          uint8_t[::1] in_flight, int32_t output=-1):
     """Start the envs whose ``ops`` entry is not 0 (``ops`` None: every env steps), marking
-    them ``in_flight``; one publish for all."""
+    them ``in_flight``, their observations also copied into output slot ``output`` (-1:
+    none); one publish for all."""
     cdef Py_ssize_t n = op.shape[0]
     cdef fa_control *c = _control(control)
     if tickets.shape[0] != n or in_flight.shape[0] != n:
         raise ValueError(f"tickets and in_flight must have the {n} envs of op")
     cdef const uint8_t *chosen = _chosen(ops, n)
     with nogil:
-        _start(c, &tickets[0], &op[0], chosen, &in_flight[0], n)
+        _start(c, &tickets[0], &op[0], chosen, &in_flight[0], n, output)
 
 
 ctypedef struct _Done:
@@ -201,10 +210,12 @@ def take_done(uint8_t[::1] in_flight, const int64_t[::1] tickets, bint in_order)
 
 
 def run_and_wait(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, ops,
-                 int64_t completed, int epfd, int evfd, double spin, timeout):
+                 int64_t completed, int epfd, int evfd, double spin, timeout,
+                 int32_t output=-1):
     """The synchronous step's round trip: start every env (``ops`` None: all step) or those
-    whose ``ops`` entry is not 0 (that op), then :func:`wait_done` until all of them are counted
-    past ``completed``. Returns the wait's answer and how many envs were started."""
+    whose ``ops`` entry is not 0 (that op), with the output slot ``output``, then
+    :func:`wait_done` until all of them are counted past ``completed``. Returns the wait's
+    answer and how many envs were started."""
     cdef Py_ssize_t n = op.shape[0]
     cdef int64_t started
     cdef fa_control *c = _control(control)
@@ -212,5 +223,5 @@ def run_and_wait(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, op
         raise ValueError(f"tickets has {tickets.shape[0]} envs, op has {n}")
     cdef const uint8_t *chosen = _chosen(ops, n)
     with nogil:
-        started = _start(c, &tickets[0], &op[0], chosen, NULL, n)
+        started = _start(c, &tickets[0], &op[0], chosen, NULL, n, output)
     return wait_done(control, completed + started, epfd, evfd, spin, timeout), started

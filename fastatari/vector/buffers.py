@@ -24,8 +24,12 @@ from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
 #: The control words at offset 0: fa_wait.h's FA_CONTROL_BYTES (a test holds them equal;
 #: written here so that the layout needs no compiled module).
 CONTROL_BYTES = 320
+#: Output slots with ``copy=True``: a training loop holds the last observations while it asks
+#: for the next (two slots in turn); the third serves a loop that keeps one more batch.
+#: Untouched slots cost no memory (the pages are mapped at their first write).
+OUTPUT_SLOTS = 3
 
-__all__ = ["Layout", "SharedMemory", "SharedBuffers"]
+__all__ = ["Layout", "OUTPUT_SLOTS", "SharedMemory", "SharedBuffers"]
 
 ColumnSpec = Tuple[str, Tuple[int, ...]]  # (dtype, per-env shape)
 
@@ -62,10 +66,12 @@ class Layout:
     num_envs: int
     obs_shape: Tuple[int, ...]
     continuous: bool = False  # the action column holds continuous actions
+    #: Output slots: whole observation batches the workers also write (see SharedBuffers)
+    outputs: int = 0
 
     def offsets(self) -> Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]]:
         """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned,
-        after the control words (:data:`CONTROL_BYTES` at offset 0)."""
+        after the control words (:data:`CONTROL_BYTES` at offset 0), the output slots last."""
         out: Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]] = {
             "control": (0, np.dtype(np.uint8), (CONTROL_BYTES,))}
         offset = CONTROL_BYTES
@@ -75,6 +81,9 @@ class Layout:
             full = (self.num_envs,) + shape
             out[name] = (offset, dt, full)
             offset += int(np.prod(full, dtype=np.int64)) * dt.itemsize
+        if self.outputs:
+            out["outputs"] = ((offset + 63) // 64 * 64, np.dtype(np.uint8),
+                              (self.outputs, self.num_envs) + self.obs_shape)
         return out
 
     @property
@@ -129,12 +138,27 @@ def _anonymous_file(size: int) -> int:
     return fd
 
 
+def _slots(memory: mmap.mmap, offset: int, dtype: np.dtype, shape: Tuple[int, ...]
+           ) -> Tuple[np.ndarray, ...]:
+    """One uint8 array per slot of ``shape[0]``, each on its own shaped memoryview of
+    ``memory`` (which it exports: the memory is not unmapped under a slot a caller holds)."""
+    assert dtype == np.uint8
+    size = int(np.prod(shape[1:]))
+    return tuple(np.asarray(memoryview(memory)[at:at + size].cast("B", shape[1:]))
+                 for at in range(offset, offset + shape[0] * size, size))
+
+
 class SharedBuffers:
     """Typed numpy views over a :class:`SharedMemory`, one per column of the :class:`Layout`.
 
     Info columns are in :attr:`info` (and, for same-step autoreset, :attr:`final_info`) by
     :data:`fastatari.core.schema.INFO_FIELDS` name; episode statistics by
     :data:`fastatari.core.schema.GAME_FIELDS` name (in :attr:`game`).
+
+    :attr:`outputs` holds the output slots, one array of every env's observation each, which
+    the step can return instead of a copy of :attr:`obs`: each slot's array is based on its
+    own memoryview, so that every view of it a caller makes is based on that array, and the
+    array's reference count tells whether the slot is still held.
     """
 
     control: np.ndarray
@@ -154,15 +178,19 @@ class SharedBuffers:
     info: Dict[str, np.ndarray]
     final_info: Dict[str, np.ndarray]
     game: Dict[str, np.ndarray]
+    outputs: Tuple[np.ndarray, ...]
 
     def __init__(self, layout: Layout, handle: Optional[Handle] = None) -> None:
         self.layout = layout
         self.memory = SharedMemory(layout.nbytes, handle)
         # frombuffer (not ndarray(buffer=...)) exports the mmap's buffer, so the mmap refuses to
         # unmap while a view lives (BufferError) instead of leaving the view dangling.
+        offsets = layout.offsets()
+        outputs = offsets.pop("outputs", None)
+        self.outputs = () if outputs is None else _slots(self.memory.mmap, *outputs)
         views = {name: np.frombuffer(self.memory.mmap, dtype, int(np.prod(shape)),
                                      offset).reshape(shape)
-                 for name, (offset, dtype, shape) in layout.offsets().items()}
+                 for name, (offset, dtype, shape) in offsets.items()}
         self.control = views["control"]
         self.obs = views["obs"]
         self.final_obs = views["final_obs"]
@@ -210,7 +238,7 @@ class SharedBuffers:
         self._open = False
         for name in ("control", "obs", "final_obs", "action", "op", "ticket", "pending",
                      "progress", "reward", "terminated", "truncated", "game_done", "has_final",
-                     "life_loss", "info", "final_info", "game", "_results"):
+                     "life_loss", "info", "final_info", "game", "_results", "outputs"):
             delattr(self, name)
         try:
             self.memory.close()

@@ -161,7 +161,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                     self._buf, *self.book.step_columns(), [f.name for f in self._info_fields],
                     GAME_KEY, [f.name for f in GAME_FIELDS],
                     self._game_index if lineup.multi else None, plan.num_actions,
-                    config.copy, self.options.life_loss_info, _AUTORESET[config.autoreset_mode])
+                    config.copy, self.options.life_loss_info, _AUTORESET[config.autoreset_mode],
+                    executor.outputs)
         except BaseException:
             self._fast = None  # its views of the shared memory go before the memory does
             executor.close()
@@ -259,7 +260,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         executor, fast = self.executor, self._fast
         if fast is not None and (common := fast.write_actions(actions)) != _step.NOT_COMMON:
             # the common step, compiled on each side of the wait (and, locally, the wait)
-            replies = executor.run_and_collect(None if common == _step.ALL_STEP else fast.ops)
+            replies = executor.run_and_collect(None if common == _step.ALL_STEP else fast.ops,
+                                               fast.output)
             if len(replies) == 1 and replies[0].kind is ReplyKind.DONE:  # no fault
                 results = fast.results()
                 # None: a final observation (same-step autoreset), which the general path gives

@@ -91,9 +91,15 @@ class Executor(abc.ABC):
         """Start running (the games are built at the first reset)."""
 
     @abc.abstractmethod
-    def run(self, ops: Optional[np.ndarray]) -> None:
+    def run(self, ops: Optional[np.ndarray], output: int = -1) -> None:
         """Start ``ops[i]`` (:class:`~fastatari.vector.messages.Op`) for each env ``i`` whose
-        entry is not IDLE; ``ops`` None: every env steps (the common step)."""
+        entry is not IDLE; ``ops`` None: every env steps (the common step). ``output``: the
+        slot of :attr:`outputs` that also receives each run env's observation (-1: none)."""
+
+    @property
+    def outputs(self) -> Tuple[np.ndarray, ...]:
+        """Output slots that :meth:`run` writes (none: the front copies the observations)."""
+        return ()
 
     @abc.abstractmethod
     def busy(self) -> bool:
@@ -104,10 +110,10 @@ class Executor(abc.ABC):
         """Wait until ``at_least`` envs in flight (None: all) are answered; it may return
         early with what a fault brought (a restart): call again while :meth:`busy`."""
 
-    def run_and_collect(self, ops: Optional[np.ndarray]) -> List[Reply]:
-        """The synchronous step's round trip: :meth:`run` ``ops``, then collect until nothing
-        is owed."""
-        self.run(ops)
+    def run_and_collect(self, ops: Optional[np.ndarray], output: int = -1) -> List[Reply]:
+        """The synchronous step's round trip: :meth:`run`, then collect until nothing is
+        owed."""
+        self.run(ops, output)
         replies = self.collect()
         while self.busy():
             replies += self.collect()

@@ -1,7 +1,7 @@
 # C declarations of csrc/fa_wait.h, the vector env's hot path in shared memory: cimported
 # by _wait.pyx. Apart from kernels/_csrc.pxd because it is not a kernel and builds into its own
 # module.
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 cdef extern from "fa_wait.h" nogil:
     ctypedef struct fa_control:
@@ -17,6 +17,8 @@ cdef extern from "fa_wait.h" nogil:
     int fa_fast_waits()
     void fa_release_fence()
     void fa_publish(fa_control *c)
+    void fa_set_output(fa_control *c, int32_t slot)
+    int32_t fa_output(const fa_control *c)
     int64_t fa_completed(const fa_control *c)
     uint32_t fa_generation(const fa_control *c)
     int fa_wait_done(fa_control *c, int64_t target, int epfd, int evfd, double spin_s,

@@ -12,6 +12,7 @@ starts the workers.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -22,7 +23,7 @@ from fastatari.core.game import ALE_ACTIONS
 from fastatari.core.options import AtariOptions
 from fastatari.core.protocols import apply_protocol
 from fastatari.core.romfacts import loaded_facts
-from fastatari.vector.buffers import Layout
+from fastatari.vector.buffers import OUTPUT_SLOTS, Layout
 from fastatari.vector.config import VectorConfig, split_keywords
 from fastatari.vector.lineup import Lineup, make_lineup
 
@@ -59,7 +60,8 @@ class VectorPlan:
 
     def block(self, start: int, stop: int) -> "VectorPlan":
         """The plan of envs ``start .. stop - 1`` alone (a Ray actor's): their games, with
-        only the options of those games, and a batch no larger than the block."""
+        only the options of those games, and a batch no larger than the block (its results go
+        back through the driver's: no output slots)."""
         games = self.lineup.games[start:stop]
         names = tuple(dict.fromkeys(games))
         lineup = Lineup(games, names, {name: self.lineup.options[name] for name in names})
@@ -68,7 +70,7 @@ class VectorPlan:
             self, lineup=lineup, env_ids=self.env_ids[start:stop],
             config=dataclasses.replace(self.config,
                                        batch_size=min(self.config.batch_size or size, size)),
-            layout=dataclasses.replace(self.layout, num_envs=size))
+            layout=dataclasses.replace(self.layout, num_envs=size, outputs=0))
 
 
 def plan_vec(game: str | Sequence[str], num_envs: int, **keywords: Any) -> VectorPlan:
@@ -89,6 +91,9 @@ def plan_vec(game: str | Sequence[str], num_envs: int, **keywords: Any) -> Vecto
     validate.check_fits_in_memory(
         f"num_envs={num_envs} envs with observations of shape "
         f"{common.observation_shape} (their shared memory)", layout.nbytes)
+    with_outputs = dataclasses.replace(layout, outputs=OUTPUT_SLOTS)
+    if config.copy and with_outputs.nbytes <= (validate.physical_memory() or math.inf):
+        layout = with_outputs  # else each step copies the observations
     return VectorPlan(lineup, common, tuple(range(num_envs)), config, dict(workers), layout,
                       tuple(meanings), ale_actions)
 

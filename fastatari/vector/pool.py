@@ -204,10 +204,14 @@ class WorkerPool(Executor):
         self._finalizer()
 
     # -- steps: through shared memory ---------------------------------------------------------
-    def run(self, ops: Optional[np.ndarray]) -> None:
+    @property
+    def outputs(self) -> Tuple[np.ndarray, ...]:
+        return self.buffers.outputs
+
+    def run(self, ops: Optional[np.ndarray], output: int = -1) -> None:
         # the ops name the envs (IDLE for the others): one compiled pass
         _wait.start(self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
-                    self._in_flight.view(np.uint8))
+                    self._in_flight.view(np.uint8), output)
 
     def busy(self) -> bool:
         return bool(self._in_flight.any())
@@ -226,15 +230,15 @@ class WorkerPool(Executor):
             raise
         return self._after_wait(found, at_least)
 
-    def run_and_collect(self, ops: Optional[np.ndarray]) -> List[Reply]:
+    def run_and_collect(self, ops: Optional[np.ndarray], output: int = -1) -> List[Reply]:
         """The synchronous step's round trip, one compiled call when nothing goes wrong: run
         every env (``ops`` None: all step; else ``ops[i]`` where not IDLE) and wait for all."""
         if PORTABLE_WAITS or self.busy():
-            return super().run_and_collect(ops)
+            return super().run_and_collect(ops, output)
         try:
             found, started = _wait.run_and_wait(
                 self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
-                self._collected, self._epfd, self._res.wake_fd, 0.0, self.timeout)
+                self._collected, self._epfd, self._res.wake_fd, 0.0, self.timeout, output)
         except BaseException:
             self.close()
             raise

@@ -34,7 +34,7 @@ from fastatari.core.game import ALE_ACTIONS, AtariGame
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.core.snapshot import GameState, PendingReset, pack_frames, unpack_frames
 from fastatari.vector import messages
-from fastatari.vector._wait import claim, complete, generation, wait_generation
+from fastatari.vector._wait import claim, complete, generation, output, wait_generation
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Command, Op, ResetRequest, WorkerConfig
 
@@ -137,9 +137,11 @@ class Worker:
     def run(self) -> None:
         """Run the ops the trainer published for this worker's envs, each taken from the shared
         ``op`` column and completed (ticket, count, the trainer's wake) as soon as its results
-        are written. An op that raises ends the worker (see :func:`serve`): the trainer
-        replaces it, its envs reset, as it replaces a dead one."""
-        ops, tickets = self.buffers.op, self.buffers.ticket
+        are written, the observation also into the op's output slot if it has one (the
+        trainer returns that slot instead of a copy). An op that raises ends the worker (see
+        :func:`serve`): the trainer replaces it, its envs reset, as it replaces a dead one."""
+        ops, tickets, obs, outputs = (self.buffers.op, self.buffers.ticket, self.buffers.obs,
+                                      self.buffers.outputs)
         control, evfd = self._control, self._evfd
         env_ids = self.env_ids
         count = 0
@@ -148,6 +150,9 @@ class Worker:
             if not op:
                 continue
             self._step_one(i, op)
+            slot = output(control)  # read after the claim: the slot of this op's publish
+            if slot >= 0:
+                outputs[slot][i] = obs[i]
             complete(control, tickets, i, evfd)
             count += 1
         if count:

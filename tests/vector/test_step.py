@@ -63,6 +63,24 @@ def test_the_compiled_step_gives_the_general_paths_results(kwargs):
         assert games > 0  # finished games went through the compiled path's statistics
 
 
+def test_held_observations_stay_as_returned():
+    """copy=True: the common step returns an output slot that the workers filled, never one
+    that a caller still holds, itself or through a view; what is held outlives the env."""
+    with make_vec("breakout", 4, **SHORT) as envs:
+        envs.reset(seed=3)
+        held, views, served = [], [], 0
+        for t, a in enumerate(np.random.default_rng(2).integers(0, 4, (60, 4))):
+            obs = envs.step(a)[0]
+            served += any(slot is obs for slot in envs.executor.outputs)  # not a copy
+            if t % 7 == 0:  # more than the slots, each held
+                held.append((obs, obs.copy()))
+            if t % 11 == 3:  # a view alone holds its slot
+                views.append((obs[1:3], obs[1:3].copy()))
+        assert 0 < served < 60  # slots while one was free, then copies
+    for kept, as_returned in held + views:
+        np.testing.assert_array_equal(kept, as_returned)
+
+
 def test_uncommon_actions_take_the_general_path_and_its_errors():
     with make_vec("breakout", 2, num_workers=1) as envs:
         envs.reset(seed=0)

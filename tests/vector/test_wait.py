@@ -68,6 +68,16 @@ def test_claim_takes_an_op_once():
     assert not ops.any() and claim(ops, 1) == 0
 
 
+def test_every_start_names_its_output_slot():
+    control, tickets = control_words(), np.zeros(3, np.int64)
+    op, in_flight = np.zeros(3, np.uint8), np.zeros(3, np.uint8)
+    _wait.start(control, tickets, op, np.array([0, 2, 0], np.uint8), in_flight, 1)
+    assert _wait.output(control) == 1 and op.tolist() == [0, 2, 0]
+    assert in_flight.tolist() == [0, 1, 0] and tickets[1] == -1 and generation(control) == 1
+    _wait.start(control, tickets, op, None, in_flight)  # none named: none
+    assert _wait.output(control) == -1 and op.tolist() == [1, 1, 1]
+
+
 def test_completions_are_counted_in_ticket_order():
     control = control_words()
     tickets = np.full(4, -1, np.int64)

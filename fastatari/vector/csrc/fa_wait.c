@@ -134,6 +134,10 @@ void fa_publish(fa_control *c)
 #endif
 }
 
+void fa_set_output(fa_control *c, int32_t slot) { *(volatile int32_t *)&c->output = slot; }
+
+int32_t fa_output(const fa_control *c) { return *(const volatile int32_t *)&c->output; }
+
 int64_t fa_completed(const fa_control *c) { return load64(&c->completed); }
 
 uint32_t fa_generation(const fa_control *c) { return load32(&c->gen); }

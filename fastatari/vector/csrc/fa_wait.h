@@ -25,7 +25,8 @@ extern "C" {
 /* The control words, each written by one side on its own cache line. */
 typedef struct fa_control {
     uint32_t gen;          /* commands published (trainer); workers wait for it to change */
-    uint32_t pad0[15];
+    int32_t output;        /* the output slot of the ops published (-1: none; trainer) */
+    uint32_t pad0[14];
     uint32_t sleepers;     /* workers asleep on gen (workers) */
     uint32_t pad1[15];
     int64_t issued;        /* completion tickets handed out (workers) */
@@ -52,6 +53,9 @@ int fa_fast_waits(void);
 /* trainer */
 void fa_release_fence(void);     /* between writing actions and writing the ops that name them */
 void fa_publish(fa_control *c);
+/* The output slot of the ops about to be written (before the fence): a worker also copies each
+ * env's observation into that slot (-1: none). */
+void fa_set_output(fa_control *c, int32_t slot);
 int64_t fa_completed(const fa_control *c);
 uint32_t fa_generation(const fa_control *c);
 /* Wait until completed >= target: spin for spin_s, then sleep on epfd (evfd and the workers'
@@ -64,6 +68,7 @@ int fa_wait_done(fa_control *c, int64_t target, int epfd, int evfd, double spin_
  * changed, 0 if the time ran out. */
 int fa_wait_generation(fa_control *c, uint32_t seen, double spin_s, double timeout_s);
 uint8_t fa_claim(uint8_t *op);   /* take an env's op, leaving 0 (no op) */
+int32_t fa_output(const fa_control *c); /* after a claim: its op's output slot */
 /* An env's results are written: give it the next ticket, count it, wake the trainer if this is
  * the completion it waits for (evfd < 0: the trainer naps, no wake). */
 void fa_complete(fa_control *c, int64_t *ticket, int evfd);
