@@ -9,9 +9,9 @@ Breakout, sticky actions off, random actions; ``time.thread_time()`` of the call
 thread (user + sys: its own work, whatever the core count); the systems interleaved round by
 round, medians. ``copy=True`` rows compare with EnvPool and ale-py (both return fresh arrays);
 ``copy=False`` rows are fastatari's views; the last column is fastatari's time over each
-row's (below 1: fastatari's trainer pays less); "the observations' copy alone" times that copy
-(warm, in a loop: a floor for the copy out of shared memory a ``copy=True`` step makes).
-EnvPool and ale-py's vector env are left out when they are not installed.
+row's (below 1: fastatari's trainer pays less). The general path copies the observations out
+of the shared memory (``copy=True``); the compiled step returns an output slot the workers
+wrote. EnvPool and ale-py's vector env are left out when they are not installed.
 """
 from __future__ import annotations
 
@@ -52,10 +52,6 @@ def open_systems(n: int, threads: int, copy: bool) -> Dict[str, System]:
                                   in fastatari_pair(n, threads, copy=copy).items()}
     if not copy:
         return systems
-    # the bound copy=True carries: the trainer copies the observations out of the shared memory
-    # its worker processes reuse (ale-py's and EnvPool's threads write the returned arrays)
-    frames = np.zeros((n, 4, 84, 84), np.uint8)
-    systems["the observations' copy alone"] = (lambda _: frames.copy(), lambda: None)
     try:
         import envpool
 

@@ -1,6 +1,7 @@
 """Process and shared-memory probes for the vector env's tests (Linux: /proc, /dev/shm)."""
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -19,7 +20,10 @@ def alive(pid: int) -> bool:
 
 def blocks_held(pid: int | str = "self") -> int:
     """fastatari shared memory regions a process maps or holds open (they have no name in /dev/shm:
-    each is freed with the last process that holds it)."""
+    each is freed with the last process that holds it). In this process, after a collection: an
+    earlier test's garbage may hold observations (a step's output slot maps its memory)."""
+    if pid == "self":
+        gc.collect()
     fds = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:

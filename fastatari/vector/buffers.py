@@ -231,8 +231,9 @@ class SharedBuffers:
         return self.memory.handle
 
     def close(self) -> None:
-        """Drop the views and unmap. If the caller still holds views (``copy=False``), the
-        mapping lives on until they go; the memory is freed with its last user either way."""
+        """Drop the views and unmap. If the caller still holds views (``copy=False``, or
+        output slots), the mapping lives on until the last of them goes; the memory is freed
+        with its last user either way."""
         if not self._open:
             return
         self._open = False
@@ -246,3 +247,4 @@ class SharedBuffers:
             if self.memory.fd is not None:
                 os.close(self.memory.fd)
                 self.memory.fd = None
+            self.memory.mmap = None  # type: ignore[assignment]  # the views hold it

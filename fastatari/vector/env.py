@@ -80,8 +80,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         (stepping one first raises ``ResetNeeded``). The enum's values (``"NextStep"``, ...)
         work too.
     copy : bool
-        Return copies (default) or, for :meth:`step` and :meth:`reset`, views into shared
-        memory that the next call overwrites.
+        Return arrays that no later call changes (default: for :meth:`step`, an output slot
+        of the shared memory that the workers filled and nothing holds any more, else a copy)
+        or, for :meth:`step` and :meth:`reset`, views into shared memory that the next call
+        overwrites.
     timeout : float or None
         Seconds one call may wait for the workers (default 120). A worker that has not answered
         by then is killed and restarted like a crashed one, with a warning. None waits forever.

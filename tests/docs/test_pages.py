@@ -71,6 +71,7 @@ def test_the_block_runs_as_written(page, line, code, optional, tmp_path, monkeyp
                     close()
                 except Exception:
                     pass
+        namespace.clear()  # a skip's traceback keeps this frame: not what the block made
 
 
 def test_the_readmes_links_to_files_resolve():
