@@ -104,13 +104,7 @@ class RayAtariVectorEnv(AtariVectorEnv):
             parts.append(steps)
         if raised is not None:
             raise raised
-        joined = join(parts, [len(block) for block in self.blocks])
-        info = joined.info  # each actor numbers only its own games
-        info.pop("game_index", None), info.pop("_game_index", None)
-        if self.plan.lineup.multi:
-            info["game_index"] = np.broadcast_to(self._game_index, joined.actions.shape).copy()
-            info["_game_index"] = np.ones(joined.actions.shape, bool)
-        return joined
+        return join(parts, [len(block) for block in self.blocks])
 
 
 def make_vec(game: str | Sequence[str], num_envs: int, num_actors: Optional[int] = None,

@@ -59,12 +59,10 @@ class VectorPlan:
         return validate.check_actions(actions, count, self.num_actions)
 
     def block(self, start: int, stop: int) -> "VectorPlan":
-        """The plan of envs ``start .. stop - 1`` alone (a Ray actor's): their games, with
-        only the options of those games, and a batch no larger than the block (its results go
-        back through the driver's: no output slots)."""
-        games = self.lineup.games[start:stop]
-        names = tuple(dict.fromkeys(games))
-        lineup = Lineup(games, names, {name: self.lineup.options[name] for name in names})
+        """The plan of envs ``start .. stop - 1`` alone (a Ray actor's): their games, numbered
+        as in this plan (``info["game_index"]``), a batch no larger than the block, and no
+        output slots (its results go back through the driver's)."""
+        lineup = dataclasses.replace(self.lineup, games=self.lineup.games[start:stop])
         size = stop - start
         return dataclasses.replace(
             self, lineup=lineup, env_ids=self.env_ids[start:stop],

@@ -60,8 +60,10 @@ def test_block_is_an_actors_share():
                     mode={"breakout": 4})
     block = plan.block(2, 4)
     assert block.env_ids == (2, 3) and block.lineup.games == ("breakout", "breakout")
-    assert set(block.lineup.options) == {"breakout"} and block.layout.num_envs == 2
+    assert block.lineup.names == ("pong", "breakout")  # numbered as the whole env's games
+    assert block.lineup.game_index().tolist() == [1, 1] and block.layout.num_envs == 2
     assert block.config.batch_size == 2 and block.action_meanings == plan.action_meanings
+    assert plan.layout.outputs == 3 and block.layout.outputs == 0  # the driver's return
 
 
 def test_check_actions_is_the_plans():
