@@ -11,7 +11,7 @@ general path, in Python, does that call whole, raising its precise errors; the t
 same results.
 """
 
-from cpython.ref cimport PyObject, _Py_REFCNT
+from cpython.ref cimport _Py_REFCNT
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memmove, memset
