@@ -365,6 +365,9 @@ def test_soak_async_and_sync_with_kills():
         assert kills >= 5 and restarted == 3 * kills  # each of the victim's envs, once per kill
         pids = envs.worker_pids
     assert not any(alive(p) for p in pids)
+    # held observations (output slots: this run's last, the clean run's first) keep it mapped
+    assert blocks_held()
+    del obs, got, expected
     assert not blocks_held() and shm_segments() <= before
 
 
