@@ -117,13 +117,17 @@ class SharedMemory:
         self.mmap = mmap.mmap(self.fd, size)
 
     def close(self) -> None:
-        """Unmap (views must be gone: ``BufferError`` otherwise) and close the descriptor."""
-        try:
-            self.mmap.close()
-        finally:
-            if self.fd is not None:
-                os.close(self.fd)
-                self.fd = None
+        """Close the descriptor and unmap; while views of the memory live, the mapping goes
+        with the last of them instead. Safe to call more than once."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        mapping = self.__dict__.get("mmap")
+        if mapping is not None:
+            try:
+                mapping.close()
+            except BufferError:  # views hold the mapping: the last of them unmaps it
+                del self.mmap
 
 
 def _anonymous_file(size: int) -> int:
@@ -241,10 +245,4 @@ class SharedBuffers:
                      "progress", "reward", "terminated", "truncated", "game_done", "has_final",
                      "life_loss", "info", "final_info", "game", "_results", "outputs"):
             delattr(self, name)
-        try:
-            self.memory.close()
-        except BufferError:
-            if self.memory.fd is not None:
-                os.close(self.memory.fd)
-                self.memory.fd = None
-            self.memory.mmap = None  # type: ignore[assignment]  # the views hold it
+        self.memory.close()

@@ -150,8 +150,8 @@ class Worker:
             if not op:
                 continue
             self._step_one(i, op)
-            slot = output(control)  # read after the claim: the slot of this op's publish
-            if slot >= 0:
+            # read after the claim: the slot of this op's publish (none without copy=True)
+            if outputs and (slot := output(control)) >= 0:
                 outputs[slot][i] = obs[i]
             complete(control, tickets, i, evfd)
             count += 1
