@@ -22,7 +22,7 @@ import numpy as np
 
 from fastatari.replay.layout import check_stacks
 
-from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stack_build,
+from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stacks_build,
                                          fa_stack_shape, fa_sumtree_find, fa_sumtree_set)
 
 cdef enum:
@@ -34,6 +34,22 @@ cdef enum:
 CHUNK = _CHUNK
 #: Spare chunks kept for reuse (the rest are freed).
 SPARES = 2
+
+
+cdef class _Pointers:
+    """Where a batch's stacks go and the frames they are built from (freed with the object)."""
+    cdef uint8_t **stacks
+    cdef const uint8_t **frames
+
+    def __cinit__(self, Py_ssize_t stacks, Py_ssize_t frames):
+        self.stacks = <uint8_t **>malloc(max(stacks, 1) * sizeof(void *))
+        self.frames = <const uint8_t **>malloc(max(frames, 1) * sizeof(void *))
+        if self.stacks == NULL or self.frames == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.stacks)
+        free(self.frames)
 
 
 cdef class FrameStore:
@@ -324,19 +340,15 @@ cdef class FrameStore:
         cdef uint8_t[:, ::1] b = out_next.reshape(batch[0], self.stack_bytes)
         cdef int64_t[::1] r = (np.arange(slots.size) if rows is None else rows).astype(
             np.int64, copy=False)
-        cdef const uint8_t **frames = <const uint8_t **>malloc(self.stack * sizeof(void *))
-        if frames == NULL:
-            raise MemoryError()
-        cdef Py_ssize_t i
-        try:
-            with nogil:
-                for i in range(s.shape[0]):
-                    self._frames_of(frames, s[i], v[i], 0)
-                    fa_stack_build(&a[r[i], 0], self.shape, frames)
-                    self._frames_of(frames, s[i], v[i], 1)
-                    fa_stack_build(&b[r[i], 0], self.shape, frames)
-        finally:
-            free(frames)
+        cdef Py_ssize_t i, count = s.shape[0]
+        cdef int64_t k = self.stack
+        cdef _Pointers p = _Pointers(2 * count, 2 * count * k)
+        with nogil:
+            for i in range(count):  # stacks in drawing order: obs, next obs, obs, ...
+                p.stacks[2 * i], p.stacks[2 * i + 1] = &a[r[i], 0], &b[r[i], 0]
+                self._frames_of(&p.frames[2 * i * k], s[i], v[i], 0)
+                self._frames_of(&p.frames[(2 * i + 1) * k], s[i], v[i], 1)
+            fa_stacks_build(p.stacks, self.shape, p.frames, 2 * count)
         return out_obs, out_next
 
     def _shared(self, slots, envs):
@@ -359,21 +371,17 @@ cdef class FrameStore:
         cdef uint8_t[:, :, ::1] out = strip
         cdef fa_stack_shape shape = self.shape
         shape.k = k + 1
-        cdef const uint8_t **frames = <const uint8_t **>malloc((k + 1) * sizeof(void *))
-        if frames == NULL:
-            raise MemoryError()
-        try:
-            with nogil:
-                for i in range(count):
-                    self._frames_of(frames, s[i], v[i], 0)
-                    frames[k] = self.frame(self.refs[s[i], v[i], 1, k - 1])
-                    fa_stack_build(&out[i, 0, 0], shape, frames)
-        finally:
-            free(frames)
+        cdef _Pointers p = _Pointers(count, count * (k + 1))
+        with nogil:
+            for i in range(count):
+                p.stacks[i] = &out[i, 0, 0]
+                self._frames_of(&p.frames[i * (k + 1)], s[i], v[i], 0)
+                p.frames[i * (k + 1) + k] = self.frame(self.refs[s[i], v[i], 1, k - 1])
+            fa_stacks_build(p.stacks, shape, p.frames, count)
         shape_ = (count,) + self.obs_shape
         strides = (strip.strides[0],) + self.stack_strides
-        return (np.lib.stride_tricks.as_strided(strip, shape_, strides),
-                np.lib.stride_tricks.as_strided(strip[:, 1:], shape_, strides))
+        return (np.ndarray(shape_, np.uint8, strip, 0, strides),
+                np.ndarray(shape_, np.uint8, strip, self.frame_bytes, strides))
 
     def _checked(self, slots, envs):
         slots = np.asarray(slots)
@@ -383,12 +391,19 @@ cdef class FrameStore:
         if slots.ndim != 1 or envs.shape != slots.shape:
             raise ValueError(f"slots and envs must be 1-D of one length, got {slots.shape} "
                              f"and {envs.shape}")
-        size = self.size
-        if slots.size and (slots.min() < 0 or slots.max() >= size):
+        slots, envs = slots.astype(np.int64, copy=False), envs.astype(np.int64, copy=False)
+        cdef int64_t[::1] s = slots
+        cdef int64_t[::1] v = envs
+        cdef int64_t size = self.size, i
+        cdef bint slot_out = False, env_out = False
+        for i in range(s.shape[0]):  # (one compiled pass: four NumPy reductions cost more)
+            slot_out |= not 0 <= s[i] < size
+            env_out |= not 0 <= v[i] < self.n_envs
+        if slot_out:
             raise IndexError(f"slots must be in [0, {size}): {size} are written")
-        if envs.size and (envs.min() < 0 or envs.max() >= self.n_envs):
+        if env_out:
             raise IndexError(f"envs must be in [0, {self.n_envs})")
-        return slots.astype(np.int64, copy=False), envs.astype(np.int64, copy=False)
+        return slots, envs
 
     def _out(self, out, shape, str name):
         if out is None:

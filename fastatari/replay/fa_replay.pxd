@@ -9,7 +9,8 @@ cdef extern from "fa_replay.h" nogil:
 
     int fa_frame_equal(const uint8_t *stack, fa_stack_shape s, int64_t j, const uint8_t *frame)
     void fa_frame_store(const uint8_t *stack, fa_stack_shape s, int64_t j, uint8_t *frame)
-    void fa_stack_build(uint8_t *stack, fa_stack_shape s, const uint8_t *const *frames)
+    void fa_stacks_build(uint8_t *const *stacks, fa_stack_shape s,
+                         const uint8_t *const *frames, int64_t count)
     void fa_sumtree_set(double *tree, int64_t leaves, const int64_t *index,
                         const double *value, int64_t count)
     void fa_sumtree_find(const double *tree, int64_t leaves, const double *mass,

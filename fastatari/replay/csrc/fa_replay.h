@@ -20,8 +20,10 @@ int fa_frame_equal(const uint8_t *stack, fa_stack_shape s, int64_t j, const uint
 /* frame j of `stack` into `frame` (outer * inner bytes) */
 void fa_frame_store(const uint8_t *stack, fa_stack_shape s, int64_t j, uint8_t *frame);
 
-/* a whole stack from its k frames (NULL: zeros) */
-void fa_stack_build(uint8_t *stack, fa_stack_shape s, const uint8_t *const *frames);
+/* `count` whole stacks: stack c from frames[c * k .. c * k + k - 1] (NULL: zeros) into
+ * stacks[c] */
+void fa_stacks_build(uint8_t *const *stacks, fa_stack_shape s, const uint8_t *const *frames,
+                     int64_t count);
 
 /* A sum tree over `leaves` (a power of two) priorities: tree[1] is the total, node i sums
  * tree[2i] and tree[2i+1], leaf j is tree[leaves + j]; tree[0] is unused. */
