@@ -391,7 +391,7 @@ cdef class FrameStore:
         if slots.ndim != 1 or envs.shape != slots.shape:
             raise ValueError(f"slots and envs must be 1-D of one length, got {slots.shape} "
                              f"and {envs.shape}")
-        slots, envs = slots.astype(np.int64, copy=False), envs.astype(np.int64, copy=False)
+        slots, envs = np.ascontiguousarray(slots, np.int64), np.ascontiguousarray(envs, np.int64)
         cdef int64_t[::1] s = slots
         cdef int64_t[::1] v = envs
         cdef int64_t size = self.size, i

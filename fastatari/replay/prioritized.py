@@ -155,7 +155,9 @@ class PrioritizedReplayBuffer:
         if self.device is not None:
             import torch
 
-            data = [torch.as_tensor(a, device=self.device) for a in data]
+            # this call's own arrays: shared with the tensors on the CPU (from_numpy and to:
+            # half the cost of as_tensor with a device)
+            data = [torch.from_numpy(a).to(self.device) for a in data]
         obs, actions, rewards, next_obs, dones, weights_, discounts = data
         return PrioritizedBatch(obs, actions, rewards, next_obs, dones, indices, weights_,
                                 discounts)

@@ -101,8 +101,9 @@ class ReplayBuffer(buffers.ReplayBuffer):
              * (1 - self.timeouts[batch_inds, env_indices])).reshape(-1, 1),
             self._normalize_reward(self.rewards[batch_inds, env_indices].reshape(-1, 1), env),
         )
-        # every array is this call's own: shared with the tensors, not copied again
-        actions, dones, rewards = (self._tensor(a) for a in data)
+        # every array is this call's own: shared with the tensors on the CPU, not copied again
+        # (from_numpy and to: half the cost of as_tensor with a device)
+        actions, dones, rewards = (th.from_numpy(a).to(self.device) for a in data)
         return ReplayBufferSamples(obs, actions, next_obs, dones, rewards)
 
     def _stacks(self, batch_inds: np.ndarray, env_indices: np.ndarray,
@@ -111,13 +112,8 @@ class ReplayBuffer(buffers.ReplayBuffer):
         the frames a pair shares are written once (overlapping views: ``FrameStore.gather``'s
         ``shared``)."""
         obs, next_obs = self.frames.gather(batch_inds, env_indices, shared=env is None)
-        return (self._tensor(self._normalize_obs(obs, env)),
-                self._tensor(self._normalize_obs(next_obs, env)))
-
-    def _tensor(self, array: np.ndarray) -> th.Tensor:
-        """``array`` (this call's own) as a tensor on the device: shared where that is the CPU
-        (``from_numpy``: half the cost of ``as_tensor`` with a device)."""
-        return th.from_numpy(array).to(self.device)
+        return (th.from_numpy(self._normalize_obs(obs, env)).to(self.device),
+                th.from_numpy(self._normalize_obs(next_obs, env)).to(self.device))
 
     def reset(self) -> None:
         super().reset()

@@ -169,10 +169,16 @@ def test_bad_input_is_refused_before_anything_changes():
             store.put(good, obs)
     assert store.pos == 3
     check_all(store, history)
-    with pytest.raises(IndexError, match="written"):
-        store.gather([3], [0])
+    for slots in ([3], [-1], np.array([2**64 - 1], np.uint64)):
+        with pytest.raises(IndexError, match="written"):
+            store.gather(slots, [0], shared=True)
     with pytest.raises(IndexError):
         store.gather([0], [2])
+    with pytest.raises(IndexError):
+        store.gather([0], [-1])
+    # strided index arrays are taken as they are
+    obs, _ = store.gather(np.arange(4)[::2], np.zeros(4, int)[::2])
+    np.testing.assert_array_equal(obs[1], history[2][0][0])
     with pytest.raises(ValueError, match="one length"):
         store.gather([0, 1], [0])
     with pytest.raises(ValueError, match="C-contiguous"):
