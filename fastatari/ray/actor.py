@@ -92,11 +92,7 @@ class EnvActor:
         """Run ``ops`` with ``actions`` (one of each per env of the block); wait for all."""
         pool = self._check(epoch)
         pool.buffers.action[:] = actions
-        pool.run(ops)
-        replies: List[Reply] = []
-        while pool.busy():
-            replies += pool.collect()
-        return self._answer(replies)
+        return self._answer(pool.run_and_collect(ops))
 
     def command(self, epoch: int, method: str, items: Sequence[Tuple[int, Any]]
                 ) -> Tuple[Optional[list], Answer]:

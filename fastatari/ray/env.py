@@ -53,10 +53,6 @@ class RayAtariVectorEnv(AtariVectorEnv):
         """Actor recoveries so far (deaths, nodes lost)."""
         return self.executor.restarts
 
-    @property
-    def actor_timeout(self) -> Optional[float]:
-        return self.executor.actor_timeout
-
     @one_caller
     def actor_info(self) -> List[Dict[str, Any]]:
         """Per actor: its node id, process id and its local workers' process ids."""

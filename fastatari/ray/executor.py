@@ -26,6 +26,7 @@ from fastatari.ray.actor import ActorRestarted, EnvActor
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.core import validate
 from fastatari.vector.executor import Executor, RestartPolicy, SeedBook
+from fastatari.vector.lineup import contiguous_blocks
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.messages import Op, Reply, ReplyKind, ResetRequest
 
@@ -150,10 +151,8 @@ class RayExecutor(Executor):
             if num_actors is None:
                 num_actors = max(1, min(len(self._nodes), num_envs))
             self.num_actors = validate.check_int("num_actors", num_actors, 1, num_envs)
-            bounds = np.linspace(0, num_envs, self.num_actors + 1).round().astype(int)
-            self._lasts = bounds[1:] - 1  # actor k's last env
-            self.blocks = [range(int(bounds[k]), int(bounds[k + 1]))
-                           for k in range(self.num_actors)]
+            self.blocks = contiguous_blocks(num_envs, self.num_actors)
+            self._lasts = np.array([block.stop - 1 for block in self.blocks])  # for _by_actor
             self._plans = [plan.block(block.start, block.stop) for block in self.blocks]
             self.actors.extend(self._spawn(k) for k in range(self.num_actors))
         except BaseException:

@@ -22,7 +22,8 @@ import numpy as np
 from fastatari.core.games import resolve_game
 from fastatari.core.options import AtariOptions
 
-__all__ = ["Lineup", "assign_workers", "game_costs", "make_lineup", "resolve_games"]
+__all__ = ["Lineup", "assign_workers", "contiguous_blocks", "game_costs", "make_lineup",
+           "resolve_games"]
 
 #: Options that may differ between games, given as a mapping ``{game: value}``.
 PER_GAME_OPTIONS = ("mode", "difficulty")
@@ -112,6 +113,12 @@ def make_lineup(game: str | Sequence[str], num_envs: int,
     return Lineup(games, names, by_game), common
 
 
+def contiguous_blocks(n: int, parts: int) -> List[range]:
+    """``range(n)`` in ``parts`` contiguous blocks, as even as possible, ascending."""
+    bounds = np.linspace(0, n, parts + 1).round().astype(int)
+    return [range(int(bounds[k]), int(bounds[k + 1])) for k in range(parts)]
+
+
 def assign_workers(lineup: Lineup, num_workers: int, balance: bool = True,
                    costs: Mapping[str, float] | None = None) -> List[np.ndarray]:
     """The envs of each worker, in the order it steps them.
@@ -129,8 +136,7 @@ def assign_workers(lineup: Lineup, num_workers: int, balance: bool = True,
     """
     n = len(lineup.games)
     if not (balance and lineup.multi):
-        bounds = np.linspace(0, n, num_workers + 1).round().astype(int)
-        return [np.arange(bounds[k], bounds[k + 1]) for k in range(num_workers)]
+        return [np.arange(block.start, block.stop) for block in contiguous_blocks(n, num_workers)]
     if costs is None:
         costs = game_costs()
     default = float(np.median(list(costs.values()))) if costs else 1.0
