@@ -226,8 +226,9 @@ def fill_million(name: str) -> None:
     """In a process of its own: fill ``name`` to 1M transitions; print the resident memory it
     added (the recorded steps it is fed from are resident before it is made)."""
     recorded = record(5000)  # 40,000 transitions, fed again and again
+    make = buffers(1_000_000)[name]  # its imports (torch, SB3, the anchors) before the baseline
     before = rss_kb()
-    buffer = buffers(1_000_000)[name]()
+    buffer = make()
     for i in range(1_000_000 // N_ENVS):
         buffer.add(*recorded[i % len(recorded)])
     buffer.sample(256)
