@@ -94,16 +94,16 @@ class EnvActor:
         pool.buffers.action[:] = actions
         return self._answer(pool.run_and_collect(ops))
 
-    def command(self, epoch: int, method: str, items: Sequence[Tuple[int, Any]]
-                ) -> Tuple[Optional[list], Answer]:
-        """The pool's ``method`` (reset, render, clone or restore) on ``items``, ``(env,
-        payload)`` pairs (a seed, a state, None): its values (None for reset and restore) and
+    def command(self, epoch: int, name: str, items: Sequence[Tuple[int, Any]]
+                ) -> Tuple[List[Any], Answer]:
+        """The pool's command ``name`` on ``items``, ``(env, payload)`` pairs: its values and
         the answer, with the rows of the envs reset or restored (their observations)."""
         pool = self._check(epoch)
-        if method in ("reset", "restore"):
-            return None, self._answer(getattr(pool, method)(items), [i for i, _ in items])
-        values, replies = getattr(pool, method)(np.array([i for i, _ in items], np.int64))
-        return values, self._answer(replies)
+        if name == "reset":
+            pool.seeds.record(items)  # (the pool's reset(), which records them, has no values)
+        values, replies = pool.command(name, items)
+        return values, self._answer(replies, [i for i, _ in items]
+                                    if name in ("reset", "restore") else ())
 
     def rollout(self, epoch: int, policy: Any, num_steps: int, ended: np.ndarray,
                 restarted: np.ndarray) -> Tuple[Rollout, Tuple[np.ndarray, np.ndarray],

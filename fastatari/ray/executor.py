@@ -21,14 +21,13 @@ import ray
 from gymnasium.error import ClosedEnvironmentError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from fastatari.core.snapshot import GameState
 from fastatari.ray.actor import ActorRestarted, EnvActor
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.core import validate
 from fastatari.vector.executor import Executor, RestartPolicy, SeedBook
 from fastatari.vector.lineup import contiguous_blocks
 from fastatari.vector.plan import VectorPlan
-from fastatari.vector.messages import Op, Reply, ReplyKind, ResetRequest
+from fastatari.vector.messages import Op, Reply, ReplyKind
 
 __all__ = ["CLOSE_WAIT", "DEFAULT_ACTOR_TIMEOUT", "PLACEMENTS", "RayExecutor", "Recovered"]
 
@@ -338,14 +337,13 @@ class RayExecutor(Executor):
         owners = np.searchsorted(self._lasts, ids)
         return [(k, owners == k) for k in np.unique(owners).tolist()]
 
-    def _scatter(self, method: str, items: Sequence[Tuple[int, Any]]
-                 ) -> Tuple[List[Any], List[Reply]]:
-        """Call ``method`` of every actor owning envs of ``items`` (``(env, payload)``) with
-        its items, in its own env ids, all at once; the values per item, and the replies."""
+    def command(self, name: str, items: Sequence[Tuple[int, Any]]
+                ) -> Tuple[List[Any], List[Reply]]:
+        # every actor owning envs of items gets its own, in its own env ids, all at once
         ids = np.array([i for i, _ in items], np.int64)
         rows = {k: np.flatnonzero(mine).tolist() for k, mine in self._by_actor(ids)}
         replies: List[Reply] = []
-        answers = self.call_all("command", rows, lambda k: (method, [
+        answers = self.call_all("command", rows, lambda k: (name, [
             (items[j][0] - self.blocks[k].start, items[j][1]) for j in rows[k]]),
             replies.append)
         values: List[Any] = [None] * ids.size
@@ -354,23 +352,9 @@ class RayExecutor(Executor):
                 continue
             got, answer = value
             replies += self._take_answer(k, answer)
-            for j, one in zip(rows[k], got if got is not None else [None] * len(rows[k]),
-                              strict=True):
+            for j, one in zip(rows[k], got, strict=True):
                 values[j] = one
         return values, replies
-
-    def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
-        self.seeds.record(requests)
-        return self._scatter("reset", requests)[1]
-
-    def render(self, ids: np.ndarray) -> Tuple[List[Optional[np.ndarray]], List[Reply]]:
-        return self._scatter("render", [(i, None) for i in ids.tolist()])
-
-    def clone(self, ids: np.ndarray) -> Tuple[List[Optional[GameState]], List[Reply]]:
-        return self._scatter("clone", [(i, None) for i in ids.tolist()])
-
-    def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
-        return self._scatter("restore", items)[1]
 
     # -- close -----------------------------------------------------------------------------------
     @property

@@ -19,7 +19,7 @@ uninterrupted run has.
 from __future__ import annotations
 
 import abc
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -120,27 +120,35 @@ class Executor(abc.ABC):
         return replies
 
     @abc.abstractmethod
+    def command(self, name: str, items: Sequence[Tuple[int, Any]]
+                ) -> Tuple[List[Any], List[Reply]]:
+        """Run the command ``name`` (``"reset"``, ``"render"``, ``"clone"`` or
+        ``"restore"``) on ``items``, ``(env, payload)`` pairs (a seed, None, None, a state):
+        each item's value (a screen, a state; None for reset and restore) and the replies seen.
+
+        The commands share one rule: a worker that dies or hangs is replaced and asked again;
+        one that raises is replaced and not asked again (the command would raise again), its
+        RESTARTED reply carrying the traceback and its envs' values None. The front turns that
+        reply into :class:`WorkerError`."""
+
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
         """Reset envs, seeds recorded in :attr:`seeds`; an env whose worker dies meanwhile is
-        reset again on the replacement.
+        reset again on the replacement."""
+        self.seeds.record(requests)
+        return self.command("reset", requests)[1]
 
-        The commands (reset, render, clone, restore) share one rule: a worker that dies or
-        hangs is replaced and asked again; one that raises is replaced and not asked again
-        (the command would raise again), its RESTARTED reply carrying the traceback and its
-        envs' values None. The front turns that reply into :class:`WorkerError`."""
-
-    @abc.abstractmethod
     def render(self, ids: np.ndarray) -> Tuple[List[Optional[np.ndarray]], List[Reply]]:
         """RGB screens of ``ids``, and the replies seen while rendering."""
+        return self.command("render", [(i, None) for i in ids.tolist()])
 
-    @abc.abstractmethod
     def clone(self, ids: np.ndarray) -> Tuple[List[Optional[GameState]], List[Reply]]:
         """The game states of ``ids`` (idle envs), and the replies seen meanwhile."""
+        return self.command("clone", [(i, None) for i in ids.tolist()])
 
-    @abc.abstractmethod
     def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
         """Put back game states (checked), each into its env (idle); its observation lands in
         the env's row of :attr:`buffers`."""
+        return self.command("restore", items)[1]
 
     @property
     @abc.abstractmethod

@@ -46,7 +46,6 @@ from fastatari.vector.executor import Executor, RestartPolicy, SeedBook, WorkerE
 from fastatari.vector.launch import WorkerProcess, launch
 from fastatari.vector.lineup import assign_workers
 from fastatari.vector.plan import VectorPlan
-from fastatari.core.snapshot import GameState
 from fastatari.vector.messages import (GAME_FACTORY, Op, Reply, ReplyKind, ResetRequest,
                                        WorkerConfig, encode_clone, encode_render,
                                        encode_reset, encode_restore)
@@ -67,6 +66,10 @@ SPIN_SECONDS = 5e-6
 NAP_SLICE_SECONDS = 2e-3
 #: FASTATARI_PORTABLE_WAITS=1 uses the portable waits where the fast ones exist (to test them).
 PORTABLE_WAITS = not _wait.FAST_WAITS or os.environ.get("FASTATARI_PORTABLE_WAITS") == "1"
+#: Each command's encoder, and the reply kind that carries its values (None: no values).
+_COMMANDS: Dict[str, Tuple[Callable[[list], bytes], Optional[ReplyKind]]] = {
+    "reset": (encode_reset, None), "render": (encode_render, ReplyKind.RENDERED),
+    "clone": (encode_clone, ReplyKind.CLONED), "restore": (encode_restore, None)}
 
 
 class _Resources:
@@ -327,31 +330,18 @@ class WorkerPool(Executor):
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
-    def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
-        self.seeds.record(requests)
-        return self._ask(self._by_worker([i for i, _ in requests], list(requests)),
-                         encode_reset)[0]
-
-    def render(self, ids: np.ndarray) -> Tuple[List[Optional[np.ndarray]], List[Reply]]:
-        return self._values(ids, encode_render, ReplyKind.RENDERED)
-
-    def clone(self, ids: np.ndarray) -> Tuple[List[Optional[GameState]], List[Reply]]:
-        return self._values(ids, encode_clone, ReplyKind.CLONED)
-
-    def _values(self, ids: np.ndarray, encode: Callable[[list], bytes],
-                kind: ReplyKind) -> Tuple[List[Any], List[Reply]]:
-        """Ask the workers of ``ids`` for one value per env; None for the envs of a worker
-        that raised (its RESTARTED reply says why)."""
-        commands = self._by_worker(ids.tolist(), ids.tolist())
+    def command(self, name: str, items: Sequence[Tuple[int, Any]]
+                ) -> Tuple[List[Any], List[Reply]]:
+        encode, kind = _COMMANDS[name]
+        envs = [i for i, _ in items]
+        # reset and restore send their items; render and clone, the env ids
+        commands = self._by_worker(envs, list(items) if kind is None else envs)
         seen, last = self._ask(commands, encode)
         values: Dict[int, Any] = {}
         for k, reply in last.items():
-            if reply.kind is kind:
+            if kind is not None and reply.kind is kind:
                 values.update(zip(commands[k], reply.payload, strict=True))
-        return [values.get(i) for i in ids.tolist()], seen
-
-    def restore(self, items: Sequence[Tuple[int, GameState]]) -> List[Reply]:
-        return self._ask(self._by_worker([i for i, _ in items], list(items)), encode_restore)[0]
+        return [values.get(i) for i in envs], seen
 
     def _ask(self, commands: Dict[int, list],
              encode: Callable[[list], bytes]) -> Tuple[List[Reply], Dict[int, Reply]]:
