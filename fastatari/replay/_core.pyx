@@ -353,7 +353,7 @@ cdef class FrameStore:
 
     def _shared(self, slots, envs):
         """:meth:`gather`'s overlapping views, or None where they cannot be."""
-        if self.shape.outer != 1:
+        if self.shape.outer != 1 or not slots.size:
             return None
         cdef int64_t[::1] s = slots
         cdef int64_t[::1] v = envs

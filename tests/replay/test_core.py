@@ -176,6 +176,9 @@ def test_bad_input_is_refused_before_anything_changes():
         store.gather([0], [2])
     with pytest.raises(IndexError):
         store.gather([0], [-1])
+    none = np.zeros(0, int)
+    for shared in (False, True):  # nothing drawn: empty stacks of the stacks' shape
+        assert [a.shape for a in store.gather(none, none, shared=shared)] == [(0, 4, 6, 5)] * 2
     # strided index arrays are taken as they are
     obs, _ = store.gather(np.arange(4)[::2], np.zeros(4, int)[::2])
     np.testing.assert_array_equal(obs[1], history[2][0][0])
