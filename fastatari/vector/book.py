@@ -11,8 +11,7 @@ read and change this state through these methods only (as ale-py's vectorizer do
 
 from __future__ import annotations
 
-import collections
-from typing import Any, Deque, Iterable, Tuple
+from typing import Any, Iterable, Tuple
 
 import numpy as np
 from gymnasium.error import AlreadyPendingCallError
@@ -29,7 +28,10 @@ class EnvBook:
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
         self._phase = np.zeros(num_envs, np.uint8)
-        self._answered: Deque[int] = collections.deque()
+        # the answered envs in answer order, a ring: an env is answered once before it is
+        # taken, so num_envs places hold them all
+        self._queue = np.empty(num_envs, np.int64)
+        self._head = self._count = 0
         self._ended = np.zeros(num_envs, bool)
         self._restarted = np.zeros(num_envs, bool)
 
@@ -44,7 +46,7 @@ class EnvBook:
             envs = reply.envs
             if envs is not None and envs.size:
                 self._phase[envs] = Phase.ANSWERED
-                self._answered.extend(envs.tolist())
+                self._enqueue(envs)
 
     # -- sending -------------------------------------------------------------------------------
     def check_idle(self, ids: np.ndarray, call: str) -> None:
@@ -68,7 +70,7 @@ class EnvBook:
         notice = self._restarted[ids]
         if notice.any():
             self._phase[ids[notice]] = Phase.ANSWERED
-            self._answered.extend(ids[notice].tolist())
+            self._enqueue(ids[notice])
             ids = ids[~notice]
         self._phase[ids] = Phase.IN_FLIGHT
         ops = np.zeros(self.num_envs, np.uint8)
@@ -82,17 +84,25 @@ class EnvBook:
 
     def answered(self) -> int:
         """Envs answered and not yet returned."""
-        return len(self._answered)
+        return self._count
 
     def take_answered(self, count: int) -> np.ndarray:
         """The first ``count`` answered envs, in answer order, now idle."""
-        ids = np.array([self._answered.popleft() for _ in range(count)], np.int64)
+        if count > self._count:
+            raise IndexError(f"{count} answered envs asked for, {self._count} held")
+        ids = self._queue.take(np.arange(self._head, self._head + count), mode="wrap")
+        self._head, self._count = (self._head + count) % self.num_envs, self._count - count
         self._phase[ids] = Phase.IDLE
         return ids
 
+    def _enqueue(self, envs: np.ndarray) -> None:
+        tail = self._head + self._count
+        self._queue.put(np.arange(tail, tail + envs.size), envs, mode="wrap")
+        self._count += envs.size
+
     def all_idle(self) -> None:
         """A synchronous step returned every env."""
-        self._answered.clear()
+        self._head = self._count = 0
         self._phase[:] = Phase.IDLE
 
     def ended_now(self, sel: Any, ended: np.ndarray) -> None:

@@ -55,3 +55,27 @@ def test_set_and_get_carry_a_block():
     assert restarted.tolist() == [False, False, False, True]
     book.set(np.array([0]), True)  # restarted unchanged
     assert book.get(slice(None))[1].tolist() == [False, False, False, True]
+
+
+def test_the_answer_queue_keeps_answer_order_round_after_round():
+    """Envs sent, answered in several replies and taken in batches of any size, round after
+    round (the queue wraps around its places): always in answer order; never more than held."""
+    rng = np.random.default_rng(0)
+    book, idle, flying, expected = EnvBook(5), set(range(5)), set(), []
+    for _ in range(200):
+        send = rng.permutation(sorted(idle))[:rng.integers(0, len(idle) + 1)]
+        if send.size:
+            book.dispatch(send)
+        idle -= set(send.tolist())
+        flying |= set(send.tolist())
+        for part in np.array_split(rng.permutation(sorted(flying)), rng.integers(1, 3)):
+            book.apply([Reply(ReplyKind.DONE, envs=part.astype(np.int64))])
+            expected += part.tolist()
+        flying.clear()
+        count = int(rng.integers(0, book.answered() + 1))
+        taken = book.take_answered(count).tolist()
+        assert taken == expected[:count] and book.in_flight() == len(expected) - count
+        expected = expected[count:]
+        idle |= set(taken)
+    with pytest.raises(IndexError):
+        book.take_answered(book.answered() + 1)
