@@ -11,7 +11,8 @@ read and change this state through these methods only (as ale-py's vectorizer do
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Tuple
+import collections
+from typing import Any, Deque, Iterable, Tuple
 
 import numpy as np
 from gymnasium.error import AlreadyPendingCallError
@@ -28,10 +29,7 @@ class EnvBook:
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
         self._phase = np.zeros(num_envs, np.uint8)
-        # the answered envs in answer order, a ring: an env is answered once before it is
-        # taken, so num_envs places hold them all
-        self._queue = np.empty(num_envs, np.int64)
-        self._head = self._count = 0
+        self._answered: Deque[int] = collections.deque()
         self._ended = np.zeros(num_envs, bool)
         self._restarted = np.zeros(num_envs, bool)
 
@@ -46,7 +44,7 @@ class EnvBook:
             envs = reply.envs
             if envs is not None and envs.size:
                 self._phase[envs] = Phase.ANSWERED
-                self._enqueue(envs)
+                self._answered.extend(envs.tolist())
 
     # -- sending -------------------------------------------------------------------------------
     def check_idle(self, ids: np.ndarray, call: str) -> None:
@@ -70,7 +68,7 @@ class EnvBook:
         notice = self._restarted[ids]
         if notice.any():
             self._phase[ids[notice]] = Phase.ANSWERED
-            self._enqueue(ids[notice])
+            self._answered.extend(ids[notice].tolist())
             ids = ids[~notice]
         self._phase[ids] = Phase.IN_FLIGHT
         ops = np.zeros(self.num_envs, np.uint8)
@@ -84,25 +82,17 @@ class EnvBook:
 
     def answered(self) -> int:
         """Envs answered and not yet returned."""
-        return self._count
+        return len(self._answered)
 
     def take_answered(self, count: int) -> np.ndarray:
         """The first ``count`` answered envs, in answer order, now idle."""
-        if count > self._count:
-            raise IndexError(f"{count} answered envs asked for, {self._count} held")
-        ids = self._queue.take(np.arange(self._head, self._head + count), mode="wrap")
-        self._head, self._count = (self._head + count) % self.num_envs, self._count - count
+        ids = np.array([self._answered.popleft() for _ in range(count)], np.int64)
         self._phase[ids] = Phase.IDLE
         return ids
 
-    def _enqueue(self, envs: np.ndarray) -> None:
-        tail = self._head + self._count
-        self._queue.put(np.arange(tail, tail + envs.size), envs, mode="wrap")
-        self._count += envs.size
-
     def all_idle(self) -> None:
         """A synchronous step returned every env."""
-        self._head = self._count = 0
+        self._answered.clear()
         self._phase[:] = Phase.IDLE
 
     def ended_now(self, sel: Any, ended: np.ndarray) -> None:
