@@ -142,16 +142,17 @@ def print_rows(first: str, medians: Dict[str, float]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--envs", default="8,64,256")
+    parser.add_argument("--envs", default="8,64,256", help="N of each sync row ('' for none)")
     parser.add_argument("--threads", type=int, default=2, help="workers or threads")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--async", dest="batches", default="24/8,64/16",
                         help="N/batch pairs for recv + send ('' for none)")
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}; workers or threads: {args.threads}")
-    print("| N | workers | copy | system | trainer CPU µs per step | fastatari ÷ this |")
-    print("|---|---|---|---|---|---|")
-    for n in (int(k) for k in args.envs.split(",")):
+    if args.envs:
+        print("| N | workers | copy | system | trainer CPU µs per step | fastatari ÷ this |")
+        print("|---|---|---|---|---|---|")
+    for n in (int(k) for k in filter(None, args.envs.split(","))):
         actions = np.random.default_rng(0).integers(0, 4, (max(80, 12_000 // n), n))
         for copy in (True, False):
             print_rows(f"{n} | {args.threads} | {copy}",
@@ -165,6 +166,7 @@ def main() -> None:
         actions = np.random.default_rng(0).integers(0, 4, (max(80, 24_000 // batch), batch))
         print_rows(f"{n} | {batch} | {args.threads}",
                    measure(open_async_systems(n, batch, args.threads), actions, args.rounds))
+
 
 if __name__ == "__main__":
     main()
