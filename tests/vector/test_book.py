@@ -59,7 +59,7 @@ def test_set_and_get_carry_a_block():
 
 def test_the_answer_queue_keeps_answer_order_round_after_round():
     """Envs sent, answered in several replies and taken in batches of any size, round after
-    round (the queue wraps around its places): always in answer order; never more than held."""
+    round: always in answer order; never more than are held."""
     rng = np.random.default_rng(0)
     book, idle, flying, expected = EnvBook(5), set(range(5)), set(), []
     for _ in range(200):
