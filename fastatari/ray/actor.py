@@ -92,7 +92,11 @@ class EnvActor:
         """Run ``ops`` with ``actions`` (one of each per env of the block); wait for all."""
         pool = self._check(epoch)
         pool.buffers.action[:] = actions
-        return self._answer(pool.run_and_collect(ops))
+        pool.run(ops)
+        replies: List[Reply] = []  # the DONE ones too: the driver's recv takes its envs from them
+        while pool.busy():
+            replies += pool.collect()
+        return self._answer(replies)
 
     def command(self, epoch: int, name: str, items: Sequence[Tuple[int, Any]]
                 ) -> Tuple[List[Any], Answer]:

@@ -264,7 +264,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             # the common step, compiled on each side of the wait (and, locally, the wait)
             replies = executor.run_and_collect(None if common == _step.ALL_STEP else fast.ops,
                                                fast.output)
-            if len(replies) == 1 and replies[0].kind is ReplyKind.DONE:  # no fault
+            if not replies:  # no fault
                 results = fast.results()
                 # None: a final observation (same-step autoreset), which the general path gives
                 return self._results(slice(None)) if results is None else results

@@ -111,13 +111,15 @@ class Executor(abc.ABC):
         early with what a fault brought (a restart): call again while :meth:`busy`."""
 
     def run_and_collect(self, ops: Optional[np.ndarray], output: int = -1) -> List[Reply]:
-        """The synchronous step's round trip: :meth:`run`, then collect until nothing is
-        owed."""
+        """The synchronous step's round trip, with nothing in flight before it: :meth:`run`,
+        then collect until nothing is owed. Returns what else happened (restarts), without the
+        DONE replies: every env run is answered, so they say nothing; an empty list, the common
+        case, is a clean step."""
         self.run(ops, output)
         replies = self.collect()
         while self.busy():
             replies += self.collect()
-        return replies
+        return [reply for reply in replies if reply.kind is not ReplyKind.DONE]
 
     @abc.abstractmethod
     def command(self, name: str, items: Sequence[Tuple[int, Any]]

@@ -156,7 +156,6 @@ class WorkerPool(Executor):
         for k, block in enumerate(self.blocks):
             self._owner[block] = k
         self._in_flight = np.zeros(plan.num_envs, bool)  # sent, not collected (nor dropped)
-        self._every = np.arange(plan.num_envs)
         self._collected = 0  # completions taken by collect(): the count it waits past
         self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
 
@@ -236,7 +235,7 @@ class WorkerPool(Executor):
     def run_and_collect(self, ops: Optional[np.ndarray], output: int = -1) -> List[Reply]:
         """The synchronous step's round trip, one compiled call when nothing goes wrong: run
         every env (``ops`` None: all step; else ``ops[i]`` where not IDLE) and wait for all."""
-        if PORTABLE_WAITS or self.busy():
+        if PORTABLE_WAITS:
             return super().run_and_collect(ops, output)
         try:
             found, started = _wait.run_and_wait(
@@ -245,16 +244,14 @@ class WorkerPool(Executor):
         except BaseException:
             self.close()
             raise
-        if found == _wait.DONE:
+        if found == _wait.DONE:  # (no reply built: the trainer has just woken, its caches cold)
             self._collected += started
-            return [Reply(ReplyKind.DONE, envs=self._every, source="workers")
-                    if ops is None else
-                    Reply(ReplyKind.DONE, envs=np.flatnonzero(ops), source="workers")]
+            return []
         self._in_flight[:] = True if ops is None else ops != Op.IDLE
         replies = self._after_wait(found, None)
         while self.busy():
             replies += self.collect()
-        return replies
+        return [reply for reply in replies if reply.kind is not ReplyKind.DONE]
 
     def _after_wait(self, found: int, at_least: Optional[int]) -> List[Reply]:
         """The replies after a wait that answered ``found``: the done envs, then the workers
