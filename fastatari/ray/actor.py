@@ -102,10 +102,7 @@ class EnvActor:
                 ) -> Tuple[List[Any], Answer]:
         """The pool's command ``name`` on ``items``, ``(env, payload)`` pairs: its values and
         the answer, with the rows of the envs reset or restored (their observations)."""
-        pool = self._check(epoch)
-        if name == "reset":
-            pool.seeds.record(items)  # (the pool's reset(), which records them, has no values)
-        values, replies = pool.command(name, items)
+        values, replies = self._check(epoch).command(name, items)
         return values, self._answer(replies, [i for i, _ in items]
                                     if name in ("reset", "restore") else ())
 

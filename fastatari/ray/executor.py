@@ -337,8 +337,8 @@ class RayExecutor(Executor):
         owners = np.searchsorted(self._lasts, ids)
         return [(k, owners == k) for k in np.unique(owners).tolist()]
 
-    def command(self, name: str, items: Sequence[Tuple[int, Any]]
-                ) -> Tuple[List[Any], List[Reply]]:
+    def _command(self, name: str, items: Sequence[Tuple[int, Any]]
+                 ) -> Tuple[List[Any], List[Reply]]:
         # every actor owning envs of items gets its own, in its own env ids, all at once
         ids = np.array([i for i, _ in items], np.int64)
         rows = {k: np.flatnonzero(mine).tolist() for k, mine in self._by_actor(ids)}

@@ -25,8 +25,9 @@ from fastatari.vector import contract, rollout
 from fastatari.vector import _step
 from fastatari.vector.book import EnvBook
 from fastatari.vector.contract import CallOrder, State
-from fastatari.vector.executor import Executor, WorkerError, check_command, raised_envs
-from fastatari.vector.messages import Reply, ReplyKind
+from fastatari.vector.executor import (Executor, WorkerError, check_command, faults,
+                                       raised_envs)
+from fastatari.vector.messages import Reply
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.rollout import Rollout
 from fastatari.vector.snapshots import Snapshots
@@ -280,7 +281,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         while executor.busy():  # a fault answered early: the others are still running
             replies += executor.collect()
         # the envs' phases matter only between send() and recv(): a step only applies faults
-        self._apply_all([reply for reply in replies if reply.kind is not ReplyKind.DONE])
+        self._apply_all(faults(replies))
         self.book.all_idle()
         return self._results(slice(None))
 

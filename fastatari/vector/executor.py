@@ -38,6 +38,11 @@ class WorkerError(RuntimeError):
     instead (a ``RuntimeWarning`` with the traceback, and ``info["worker_restarted"]``)."""
 
 
+def faults(replies: Sequence[Reply]) -> List[Reply]:
+    """The replies other than DONE: what happened besides envs answering (restarts)."""
+    return [reply for reply in replies if reply.kind is not ReplyKind.DONE]
+
+
 def raised_envs(replies: Sequence[Reply]) -> np.ndarray:
     """The envs of the workers that raised on a command (restarted, not asked again): their
     games are new, the command did not happen there."""
@@ -119,24 +124,31 @@ class Executor(abc.ABC):
         replies = self.collect()
         while self.busy():
             replies += self.collect()
-        return [reply for reply in replies if reply.kind is not ReplyKind.DONE]
+        return faults(replies)
 
-    @abc.abstractmethod
     def command(self, name: str, items: Sequence[Tuple[int, Any]]
                 ) -> Tuple[List[Any], List[Reply]]:
         """Run the command ``name`` (``"reset"``, ``"render"``, ``"clone"`` or
         ``"restore"``) on ``items``, ``(env, payload)`` pairs (a seed, None, None, a state):
         each item's value (a screen, a state; None for reset and restore) and the replies seen.
+        A reset's seeds are recorded in :attr:`seeds` first.
 
         The commands share one rule: a worker that dies or hangs is replaced and asked again;
         one that raises is replaced and not asked again (the command would raise again), its
         RESTARTED reply carrying the traceback and its envs' values None. The front turns that
         reply into :class:`WorkerError`."""
+        if name == "reset":
+            self.seeds.record(items)
+        return self._command(name, items)
+
+    @abc.abstractmethod
+    def _command(self, name: str, items: Sequence[Tuple[int, Any]]
+                 ) -> Tuple[List[Any], List[Reply]]:
+        """:meth:`command`, once the seeds are recorded: this executor's way to run it."""
 
     def reset(self, requests: Sequence[ResetRequest]) -> List[Reply]:
-        """Reset envs, seeds recorded in :attr:`seeds`; an env whose worker dies meanwhile is
-        reset again on the replacement."""
-        self.seeds.record(requests)
+        """Reset envs; an env whose worker dies meanwhile is reset again on the
+        replacement."""
         return self.command("reset", requests)[1]
 
     def render(self, ids: np.ndarray) -> Tuple[List[Optional[np.ndarray]], List[Reply]]:

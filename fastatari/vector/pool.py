@@ -42,7 +42,8 @@ import numpy as np
 from fastatari.vector import _wait, messages
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.config import WorkerSettings
-from fastatari.vector.executor import Executor, RestartPolicy, SeedBook, WorkerError
+from fastatari.vector.executor import (Executor, RestartPolicy, SeedBook, WorkerError,
+                                       faults)
 from fastatari.vector.launch import WorkerProcess, launch
 from fastatari.vector.lineup import assign_workers
 from fastatari.vector.plan import VectorPlan
@@ -251,7 +252,7 @@ class WorkerPool(Executor):
         replies = self._after_wait(found, None)
         while self.busy():
             replies += self.collect()
-        return [reply for reply in replies if reply.kind is not ReplyKind.DONE]
+        return faults(replies)
 
     def _after_wait(self, found: int, at_least: Optional[int]) -> List[Reply]:
         """The replies after a wait that answered ``found``: the done envs, then the workers
@@ -327,8 +328,8 @@ class WorkerPool(Executor):
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
-    def command(self, name: str, items: Sequence[Tuple[int, Any]]
-                ) -> Tuple[List[Any], List[Reply]]:
+    def _command(self, name: str, items: Sequence[Tuple[int, Any]]
+                 ) -> Tuple[List[Any], List[Reply]]:
         encode, kind = _COMMANDS[name]
         envs = [i for i, _ in items]
         # reset and restore send their items; render and clone, the env ids
