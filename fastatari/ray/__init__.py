@@ -4,9 +4,7 @@
 returns a :class:`RayAtariVectorEnv`: :class:`fastatari.AtariVectorEnv`'s contract over a
 :class:`~fastatari.ray.executor.RayExecutor`, whose actor ``k`` runs the block of envs
 ``blocks[k]`` with a local executor on its node. The documentation's "Past one machine" page
-has placement, the throughput path (:meth:`RayAtariVectorEnv.rollout`) and faults. Modules:
-``env`` (the vector env, :func:`make_vec`), ``executor`` (actors, calls, recovery), ``actor``
-(one actor).
+has placement, the throughput path (:meth:`RayAtariVectorEnv.rollout`) and faults.
 """
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The Ray executor: the envs in contiguous blocks, one per actor (a local executor on its
-node); the driver keeps a copy of every result column, written from each answer.
+"""The Ray executor; the driver keeps a copy of every result column, written from each answer.
 
 Actors run with ``max_restarts=-1`` and ``max_task_retries=0`` (Ray recreates a dead actor,
 never re-runs a call on it). A call lost with its actor makes the driver *recover* it: a new
@@ -12,7 +11,6 @@ import functools
 import os
 import threading
 import time
-import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -24,7 +22,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from fastatari.ray.actor import ActorRestarted, EnvActor
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.core import validate
-from fastatari.vector.executor import Executor, RestartPolicy, SeedBook
+from fastatari.vector.executor import Executor, RestartPolicy, SeedBook, deadline, remaining
 from fastatari.vector.lineup import contiguous_blocks
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.messages import Op, Reply, ReplyKind
@@ -110,10 +108,9 @@ def _release(actors: List[Any], buffers: SharedBuffers, owns_ray: bool) -> None:
 
 
 class RayExecutor(Executor):
-    """The envs of ``plan`` on ``num_actors`` Ray actors (default: one per alive node that can
-    host one, for ``placement="node"``), each running its block of the plan on its node, where
-    the local-worker settings (``num_workers``, ``cpus``) are checked and apply per actor. The
-    other parameters are :func:`fastatari.ray.make_vec`'s."""
+    """The envs of ``plan`` in contiguous blocks on ``num_actors`` Ray actors, each running
+    its block on its node with a local executor, which checks and applies the local-worker
+    settings (``num_workers``, ``cpus``). The parameters are :func:`fastatari.ray.make_vec`'s."""
 
     def __init__(self, plan: VectorPlan, num_actors: Optional[int] = None,
                  placement: Any = "node", actor_options: Optional[Dict[str, Any]] = None,
@@ -177,24 +174,30 @@ class RayExecutor(Executor):
         return _actor_class().options(**options).remote(self._plans[k])
 
     def start(self) -> None:
+        self.nodes = [""] * self.num_actors
+        until = deadline(self.actor_timeout)
         refs = [actor.start.remote(0, [None] * len(block), (), None)
                 for actor, block in zip(self.actors, self.blocks, strict=True)]
         try:
-            started = ray.get(refs, timeout=self.actor_timeout)
-        except ray.exceptions.GetTimeoutError:
-            self.close()
-            raise RuntimeError(
-                f"the {self.num_actors} actors did not all start within actor_timeout="
-                f"{self.actor_timeout} s: does the cluster have the resources "
-                f"{self._actor_options} for each?") from None
+            for k, ref in enumerate(refs):
+                self._started(k, ref, until, f"actor {k} did not start")
         except ray.exceptions.RayActorError as error:  # __init__ raised: show its cause
             self.close()
             raise RuntimeError(f"an actor failed to start: {error}") from None
-        self.nodes = [described["node_id"] for described, _ in started]
 
-    @property
-    def restarts(self) -> int:
-        return self._policy.restarts
+    def _started(self, k: int, ref: Any, until: Optional[float], what: str
+                 ) -> Optional[Dict[str, np.ndarray]]:
+        """Wait until ``until`` for actor ``k``'s start call ``ref``: the rows after its
+        resets (None: none). Past it, close and raise: ``what`` happened."""
+        try:
+            described, after = ray.get(ref, timeout=remaining(until))
+        except ray.exceptions.GetTimeoutError:
+            self.close()
+            raise RuntimeError(f"{what} within actor_timeout={self.actor_timeout} s: does the "
+                               f"cluster have the resources {self._actor_options} for it?"
+                               ) from None
+        self.nodes[k] = described["node_id"]
+        return after
 
     # -- calls -----------------------------------------------------------------------------------
     def submit(self, k: int, method: str, *args: Any, ids: Optional[np.ndarray] = None) -> Any:
@@ -216,11 +219,6 @@ class RayExecutor(Executor):
             block = np.arange(self.blocks[call.actor].start, self.blocks[call.actor].stop)
             restarted = block if call.epoch == self._epoch[call.actor] else block[:0]
             if restarted.size:
-                if not isinstance(error, _LOST):
-                    warnings.warn(f"fastatari: actor {call.actor} raised an exception; "
-                                  f"restarted: its envs are reset and reported truncated with "
-                                  f"info['worker_restarted']\n{error}", RuntimeWarning,
-                                  stacklevel=4)
                 self._recover(call.actor, error)
             raised = None if isinstance(error, _LOST) else str(error)  # its traceback
             raise Recovered(Reply(ReplyKind.RESTARTED, payload=raised, envs=call.ids,
@@ -253,9 +251,13 @@ class RayExecutor(Executor):
         return values
 
     def _recover(self, k: int, cause: BaseException) -> None:
-        """Actor ``k`` died (or its result was lost): wait for Ray to restart it (or replace
-        it when Ray gave up), then start it with its envs' replacement games."""
-        self._count_death(k, cause)
+        """Actor ``k`` died (or its result was lost) or raised ``cause``: wait for Ray to
+        restart it (or replace it when Ray gave up), then start it with its envs' replacement
+        games."""
+        if isinstance(cause, _LOST):
+            self._died(k, f"actor {k} died: {cause}")
+        else:
+            self._died(k, f"actor {k} raised an exception", f"\n{cause}", warn=True)
         self._epoch[k] += 1
         block = self.blocks[k]
         ids = np.arange(block.start, block.stop)
@@ -263,37 +265,21 @@ class RayExecutor(Executor):
         resets = [(i - block.start, seed)
                   for i, seed in self.seeds.restart_resets(ids.tolist(), self.restarts)]
         rows = self.buffers.rows(ids, finals=False) if resets else None
-        deadline = None if self.actor_timeout is None else time.monotonic() + self.actor_timeout
+        until = deadline(self.actor_timeout)
         while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                self.close()
-                raise RuntimeError(f"actor {k} died ({cause}) and was not running again within "
-                                   f"actor_timeout={self.actor_timeout} s: no node with its "
-                                   f"resources ({self._actor_options}) left?")
             ref = self.actors[k].start.remote(self._epoch[k], seeds, resets, rows)
             try:
-                described, after = ray.get(ref, timeout=remaining)
-            except ray.exceptions.GetTimeoutError:
-                continue
+                after = self._started(k, ref, until, f"actor {k} died ({cause}) and was not "
+                                                     f"running again")
+                break
             except ray.exceptions.ActorUnavailableError:  # restarting: ask again shortly
                 time.sleep(0.1)
-                continue
             except (ray.exceptions.ActorDiedError, ray.exceptions.ObjectLostError) as died:
-                self._count_death(k, died)  # Ray gave up on it: a new actor in its place
+                self._died(k, f"actor {k} died: {died}")  # Ray gave up: a new one in its place
                 cause = died
                 self.actors[k] = self._spawn(k)
-                continue
-            self.nodes[k] = described["node_id"]
-            if after is not None:
-                self.buffers.put_rows(ids, after)
-            return
-
-    def _count_death(self, k: int, cause: BaseException) -> None:
-        why = self._policy.died(k)
-        if why is not None:
-            self.close()
-            raise RuntimeError(f"actor {k} died: {cause}; {why}")
+        if after is not None:
+            self.buffers.put_rows(ids, after)
 
     def _take_answer(self, k: int, answer: Tuple[List[Reply], np.ndarray, Dict[str, Any]]
                      ) -> List[Reply]:
@@ -357,10 +343,6 @@ class RayExecutor(Executor):
         return values, replies
 
     # -- close -----------------------------------------------------------------------------------
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
-
     def close(self) -> None:
         """Stop every actor's workers, then the actors. Safe to call more than once."""
         if self.closed:

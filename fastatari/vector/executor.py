@@ -19,6 +19,9 @@ uninterrupted run has.
 from __future__ import annotations
 
 import abc
+import time
+import warnings
+import weakref
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,8 +30,8 @@ from fastatari.core.snapshot import GameState
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Reply, ReplyKind, ResetRequest
 
-__all__ = ["Executor", "RestartPolicy", "SeedBook", "WorkerError", "check_command",
-           "raised_envs"]
+__all__ = ["Executor", "RestartPolicy", "SeedBook", "WorkerError", "check_command", "deadline",
+           "raised_envs", "remaining"]
 
 
 class WorkerError(RuntimeError):
@@ -85,11 +88,31 @@ class Executor(abc.ABC):
     seeds: "SeedBook"
     #: Worker processes per executor (a Ray actor's; None: its node's default).
     num_workers: Optional[int]
+    _policy: "RestartPolicy"  # over the executor's units (workers, actors)
+    _finalizer: weakref.finalize  # frees everything: alive until closed
 
     @property
-    @abc.abstractmethod
     def restarts(self) -> int:
         """Replacements so far (deaths and hangs)."""
+        return self._policy.restarts
+
+    def _died(self, k: int, what: str, detail: str = "", tail: str = "",
+              warn: bool = False) -> None:
+        """Count the death of unit ``k``, ``what`` saying how it ended (``"worker 2 (pid 9)
+        died: ..."``): when the policy refuses a replacement, close and raise
+        :class:`RuntimeError` with ``detail`` (a traceback) and ``tail`` (its stderr); else,
+        with ``warn`` (it raised or hung: nothing else tells the user), warn that it is
+        replaced."""
+        why = self._policy.died(k)
+        if why is not None:
+            if tail:
+                detail += f"\n--- the worker's stderr (last lines) ---\n{tail}"
+            self.close()
+            raise RuntimeError(f"{what}; {why}{detail}")
+        if warn:
+            warnings.warn(f"fastatari: {what}; restarted: its envs are reset and reported "
+                          f"truncated with info['worker_restarted']{detail}", RuntimeWarning,
+                          stacklevel=6)
 
     @abc.abstractmethod
     def start(self) -> None:
@@ -165,8 +188,8 @@ class Executor(abc.ABC):
         return self.command("restore", items)[1]
 
     @property
-    @abc.abstractmethod
-    def closed(self) -> bool: ...
+    def closed(self) -> bool:
+        return not self._finalizer.alive
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -176,6 +199,16 @@ class Executor(abc.ABC):
     def pids(self) -> List[int]:
         """The processes running the envs on this machine."""
         return []
+
+
+def deadline(timeout: Optional[float]) -> Optional[float]:
+    """The monotonic time ``timeout`` seconds from now (None: none)."""
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def remaining(until: Optional[float]) -> Optional[float]:
+    """Seconds left until ``until`` (a :func:`deadline`), at least 0; None: no limit."""
+    return None if until is None else max(0.0, until - time.monotonic())
 
 
 class SeedBook:

@@ -31,8 +31,6 @@ import dataclasses
 import math
 import os
 import select
-import time
-import warnings
 import weakref
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -43,7 +41,7 @@ from fastatari.vector import _wait, messages
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.config import WorkerSettings
 from fastatari.vector.executor import (Executor, RestartPolicy, SeedBook, WorkerError,
-                                       faults)
+                                       deadline, faults, remaining)
 from fastatari.vector.launch import WorkerProcess, launch
 from fastatari.vector.lineup import assign_workers
 from fastatari.vector.plan import VectorPlan
@@ -160,10 +158,6 @@ class WorkerPool(Executor):
         self._collected = 0  # completions taken by collect(): the count it waits past
         self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
 
-    @property
-    def restarts(self) -> int:
-        return self._policy.restarts
-
     # -- life ---------------------------------------------------------------------------------
     def start(self, resets: Sequence[ResetRequest] = (), restarted: bool = False) -> None:
         """Start every worker (in parallel) with its share of ``resets`` (``restarted``: they
@@ -198,10 +192,6 @@ class WorkerPool(Executor):
     def pids(self) -> List[int]:
         return [w.pid for w in self._res.workers if w is not None]
 
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
-
     def close(self) -> None:
         """Stop the workers and free the shared memory. Safe to call more than once."""
         self._finalizer()
@@ -227,7 +217,7 @@ class WorkerPool(Executor):
         in_flight = int(np.count_nonzero(self._in_flight))
         want = in_flight if at_least is None else min(at_least, in_flight)
         try:
-            found = self._wait_done(self._collected + want, _deadline(self.timeout))
+            found = self._wait_done(self._collected + want, deadline(self.timeout))
         except BaseException:
             self.close()
             raise
@@ -274,22 +264,22 @@ class WorkerPool(Executor):
         self._collected += done.size
         return [Reply(ReplyKind.DONE, envs=done, source="workers")] + replies
 
-    def _wait_done(self, target: int, deadline: Optional[float]) -> int:
+    def _wait_done(self, target: int, until: Optional[float]) -> int:
         """DONE when ``target`` completions are counted; EVENT when a worker's pipe is ready;
         TIMEOUT at the deadline."""
         if not PORTABLE_WAITS:
             return _wait.wait_done(self.buffers.control, target, self._epfd, self._res.wake_fd,
-                                   SPIN_SECONDS, _remaining(deadline))
+                                   SPIN_SECONDS, remaining(until))
         spin = SPIN_SECONDS
         while True:
-            remaining = _remaining(deadline)
-            nap = NAP_SLICE_SECONDS if remaining is None else min(NAP_SLICE_SECONDS, remaining)
+            left = remaining(until)
+            nap = NAP_SLICE_SECONDS if left is None else min(NAP_SLICE_SECONDS, left)
             if _wait.wait_done(self.buffers.control, target, -1, -1, spin, nap) == _wait.DONE:
                 return _wait.DONE
             spin = 0.0
             if _wait_pipes(self._conns(), 0.0):
                 return _wait.EVENT
-            if remaining is not None and remaining <= nap:
+            if left is not None and left <= nap:
                 return _wait.TIMEOUT
 
     def _conns(self) -> List[Connection]:
@@ -375,10 +365,10 @@ class WorkerPool(Executor):
         timeout = self.timeout
         if timeout is not None and expect is ReplyKind.READY:
             timeout = max(timeout, MIN_START_SECONDS)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        until = deadline(timeout)
         try:
             while waiting:
-                ready = _wait_pipes(list(waiting), _remaining(deadline))
+                ready = _wait_pipes(list(waiting), remaining(until))
                 if not ready:
                     for k in sorted(waiting.values()):
                         replies[k] = self._replace(k, hung=True)
@@ -389,7 +379,7 @@ class WorkerPool(Executor):
                     replies[k] = self._receive(k, expect)
                     if self.restarts != restarts and timeout is not None:
                         # a replacement's start is not the others' time to answer
-                        deadline = time.monotonic() + timeout
+                        until = deadline(timeout)
         except BaseException:
             self.close()
             raise
@@ -437,18 +427,8 @@ class WorkerPool(Executor):
         block = self.blocks[k]
         if self.buffers.progress[self._firsts[k]]:
             self._policy.progress(k)  # it completed an env since it started
-        who = f"worker {k} (pid {worker.pid})"
-        why = self._policy.died(k)
-        if why is not None:
-            message = f"{who} {what}; {why}{detail}"
-            if tail:
-                message += f"\n--- the worker's stderr (last lines) ---\n{tail}"
-            self.close()
-            raise RuntimeError(message)
-        if hung or error is not None:
-            warnings.warn(f"fastatari: {who} {what}; restarted: its envs are reset and "
-                          f"reported truncated with info['worker_restarted']{detail}",
-                          RuntimeWarning, stacklevel=5)
+        self._died(k, f"worker {k} (pid {worker.pid}) {what}", detail, tail,
+                   warn=hung or error is not None)
         lost = block[self._in_flight[block] & (self.buffers.ticket[block] < 0)]
         self._in_flight[lost] = False
         self.buffers.op[block] = Op.IDLE  # ops it never took: the replacement must not run them
@@ -458,14 +438,6 @@ class WorkerPool(Executor):
         self._pipe_replies([k], expect=ReplyKind.READY)
         return Reply(ReplyKind.RESTARTED, payload=error, envs=lost, restarted=block,
                      source=self._names[k])
-
-
-def _deadline(timeout: Optional[float]) -> Optional[float]:
-    return None if timeout is None else time.monotonic() + timeout
-
-
-def _remaining(deadline: Optional[float]) -> Optional[float]:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _wait_pipes(conns: List[Connection], timeout: Optional[float]) -> List[Connection]:
