@@ -259,6 +259,7 @@ class RayExecutor(Executor):
         else:
             self._died(k, f"actor {k} raised an exception", f"\n{cause}", warn=True)
         self._epoch[k] += 1
+        self.nodes[k] = ""  # not started: set again once it is
         block = self.blocks[k]
         ids = np.arange(block.start, block.stop)
         seeds = self.seeds.last[block.start:block.stop]
@@ -347,14 +348,16 @@ class RayExecutor(Executor):
         """Stop every actor's workers, then the actors. Safe to call more than once."""
         if self.closed:
             return
-        if self.actors and ray.is_initialized():
+        if ray.is_initialized():
+            # an actor not started (no node yet: not placed) has no workers, and may never answer
             refs = []
-            for actor in self.actors:
+            for actor in [a for a, node in zip(self.actors, self.nodes, strict=False) if node]:
                 try:
                     refs.append(actor.close.remote())
                 except Exception:  # already gone
                     pass
-            ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT)
+            if refs:
+                ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT)
         self._calls.clear()
         self._finalizer()
 

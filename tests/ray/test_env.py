@@ -285,6 +285,31 @@ def test_bad_options_refused_before_any_actor(cluster):
         fa_ray.make_vec(GAME, 2, autoreset_mode="sometimes")
 
 
+def cpus_free(want: float, within: float = 20.0) -> bool:
+    """Whether the cluster's free CPUs come back to ``want`` (killed actors free theirs
+    asynchronously)."""
+    deadline = time.monotonic() + within
+    while ray.available_resources().get("CPU", 0) != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return ray.available_resources().get("CPU", 0) == want
+
+
+def test_a_failed_start_raises_and_leaves_no_actor(cluster):
+    free = ray.cluster_resources()["CPU"]
+    assert cpus_free(free)  # the actors of the tests before are gone
+    # a local-worker setting is checked on each actor (its block: 1 env), raised as itself
+    with pytest.raises(ValueError, match="num_workers must be an int in"):
+        fa_ray.make_vec(GAME, 2, num_actors=2, num_workers=2)
+    assert cpus_free(free)
+    # an actor that cannot be placed: the error after actor_timeout, not a wait for its
+    # answer to close (it never started)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="did not start within actor_timeout=2"):
+        fa_ray.make_vec(GAME, 2, actor_options={"resources": {"absent": 1}}, actor_timeout=2)
+    assert time.monotonic() - started < 15
+    assert cpus_free(free)
+
+
 # -- faults ------------------------------------------------------------------------------------
 def restart_seeds(seeds, restarts):
     return [int(np.random.SeedSequence([s, restarts]).generate_state(1)[0]) for s in seeds]
