@@ -11,10 +11,11 @@ general path, in Python, does that call whole, raising its precise errors; the t
 same results.
 """
 
+from cpython.dict cimport PyDict_Copy
 from cpython.ref cimport _Py_REFCNT
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdint cimport int64_t, uint8_t
-from libc.string cimport memmove, memset
+from libc.string cimport memcpy, memmove, memset
 
 import numpy as np
 
@@ -32,6 +33,98 @@ NOT_COMMON, ALL_STEP, SOME_RESET = _NOT_COMMON, _ALL_STEP, _SOME_RESET
 
 cdef uint8_t OP_STEP = 1, OP_RESET = 2  # messages.Op
 cdef uint8_t IDLE = 0, IN_FLIGHT = 1  # contract.Phase
+#: Sets of the arrays a synchronous step returns, reused once no caller holds them.
+cdef int RESULT_SLOTS = 3
+
+
+cdef inline char *_data(a):
+    return <char *>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef class _ResultSlot:
+    """One set of the arrays a synchronous step returns besides the observations (rewards,
+    flags, the info's arrays and masks), written in place of fresh copies while no caller
+    holds any of them: a step that allocates nothing builds nothing but its dicts."""
+    cdef object reward, terminated, truncated, done, game_index, index_mask
+    cdef dict info, game  # templates: the field arrays and masks; the game columns and masks
+    cdef tuple copies, masks, wheres  # (slot array, column) pairs; mask arrays; pairs
+    cdef tuple arrays
+    cdef object idle_refs
+
+    def __init__(self, step_reward, step_terminated, step_truncated, fields, game_key,
+                 game_columns, game_done, game_index):
+        self.reward, self.terminated = np.empty_like(step_reward), np.empty_like(step_terminated)
+        self.truncated = np.empty_like(step_truncated)
+        copies = [(self.reward, step_reward), (self.terminated, step_terminated),
+                  (self.truncated, step_truncated)]
+        masks = []
+        self.info = {}
+        for name, column in fields:
+            array, mask = np.empty_like(column), np.empty(column.shape[0], np.bool_)
+            self.info[name], self.info["_" + name] = array, mask
+            copies.append((array, column))
+            masks.append(mask)
+        self.game_index = self.index_mask = None
+        if game_index is not None:
+            self.game_index = np.empty_like(game_index)
+            self.index_mask = np.empty(game_index.shape[0], np.bool_)
+            copies.append((self.game_index, game_index))
+            masks.append(self.index_mask)
+        self.done = np.empty_like(game_done)
+        self.game = {}
+        wheres = []
+        for name, column in game_columns:
+            array = np.empty_like(column)
+            self.game[name], self.game["_" + name] = array, self.done
+            wheres.append((array, column))
+        self.copies, self.masks, self.wheres = tuple(copies), tuple(masks), tuple(wheres)
+        self.arrays = tuple(a for a, _ in copies) + tuple(masks) + tuple(a for a, _ in wheres) \
+            + (self.done,)
+        self.idle_refs = None  # counted at the first look, once this constructor's names are gone
+
+    cdef bint idle(self):
+        """Whether no caller holds any of the arrays (or a view of one)."""
+        cdef Py_ssize_t j, n = len(self.arrays)
+        if self.idle_refs is None:
+            self.idle_refs = [_Py_REFCNT(PyTuple_GET_ITEM(self.arrays, j)) for j in range(n)]
+        for j in range(n):
+            if _Py_REFCNT(PyTuple_GET_ITEM(self.arrays, j)) != <Py_ssize_t>self.idle_refs[j]:
+                return False
+        return True
+
+    cdef tuple fill(self, obs, bint games, life_loss, game_done, game_key, game_mask_key):
+        """Write this step's results into the arrays; the step's return value."""
+        cdef Py_ssize_t i, size, n = cnp.PyArray_DIM(<cnp.ndarray>self.reward, 0)
+        cdef tuple pair
+        cdef uint8_t *flag
+        cdef const uint8_t *lost
+        cdef const uint8_t *done
+        cdef char *dst
+        cdef const char *src
+        for pair in self.copies:
+            memcpy(_data(pair[0]), _data(pair[1]), cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]))
+        for mask in self.masks:
+            memset(_data(mask), 1, n)
+        if life_loss is not None:  # ale-py's: terminated at a life loss, the episode goes on
+            flag, lost = <uint8_t *>_data(self.terminated), <uint8_t *>_data(life_loss)
+            for i in range(n):
+                flag[i] |= lost[i]
+        info = PyDict_Copy(self.info)
+        if games:  # a finished game's statistics, zeros for the other envs
+            memcpy(_data(self.done), _data(game_done), n)
+            done = <uint8_t *>_data(self.done)
+            for pair in self.wheres:
+                dst, src = _data(pair[0]), _data(pair[1])
+                size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // n
+                for i in range(n):
+                    if done[i]:
+                        memcpy(dst + i * size, src + i * size, size)
+                    else:
+                        memset(dst + i * size, 0, size)
+            info[game_key], info[game_mask_key] = PyDict_Copy(self.game), self.done
+        if self.game_index is not None:
+            info["game_index"], info["_game_index"] = self.game_index, self.index_mask
+        return obs, self.reward, self.terminated, self.truncated, info
 
 
 cdef class CommonStep:
@@ -46,7 +139,8 @@ cdef class CommonStep:
     ``outputs``: the executor's output slots (``Executor.outputs``). With ``copy``, the
     common step returns a slot that the workers filled instead of a copy of the observations:
     :meth:`write_actions` chooses one that no caller holds any more (:attr:`output`; -1 when
-    each is held: a copy), which the caller passes to ``Executor.run``."""
+    each is held: a copy), which the caller passes to ``Executor.run``. The other arrays of a
+    synchronous step come the same way from sets of its own (fresh copies when each is held)."""
 
     cdef Py_ssize_t n
     cdef int64_t num_actions
@@ -58,7 +152,8 @@ cdef class CommonStep:
     cdef object all_ids
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
     cdef object game_index
-    cdef tuple fields, game_columns, outputs
+    cdef tuple fields, game_columns, outputs, result_slots
+    cdef object game_mask_key
     cdef Py_ssize_t idle_refs
     cdef readonly int output
     cdef bint copy, life_loss_info, track_ended, reset_ended
@@ -84,7 +179,7 @@ cdef class CommonStep:
         self.truncated_v = buffers.truncated.view(np.uint8)
         self.life_loss = buffers.life_loss
         self.fields = tuple((name, buffers.info[name]) for name in field_names)
-        self.game_key = game_key
+        self.game_key, self.game_mask_key = game_key, "_" + game_key
         self.game_columns = tuple((name, buffers.game[name]) for name in game_fields)
         self.game_index = game_index
         self.ops = np.zeros(self.n, np.uint8)
@@ -97,6 +192,13 @@ cdef class CommonStep:
         # a slot's references while no caller holds it (or any view of it: views are based on
         # the slot's array, itself on its own memoryview)
         self.idle_refs = _Py_REFCNT(PyTuple_GET_ITEM(outputs, 0)) if self.outputs else 0
+        contiguous = all(a.flags.c_contiguous for a in (
+            self.reward, self.terminated, self.truncated, self.life_loss,
+            self.game_done_array, *(c for _, c in self.fields + self.game_columns)))
+        self.result_slots = tuple(
+            _ResultSlot(self.reward, self.terminated, self.truncated, self.fields,
+                        game_key, self.game_columns, self.game_done_array, game_index)
+            for _ in range(RESULT_SLOTS)) if contiguous else ()
 
     cdef int _free_output(self):
         cdef Py_ssize_t k
@@ -215,6 +317,11 @@ cdef class CommonStep:
                 obs = self.outputs[self.output]
             else:
                 obs = self.obs.copy() if self.copy else self.obs
+            for slot in self.result_slots:
+                if (<_ResultSlot>slot).idle():
+                    return (<_ResultSlot>slot).fill(
+                        obs, games, self.life_loss if self.life_loss_info else None,
+                        self.game_done_array, self.game_key, self.game_mask_key)
             reward, terminated = self.reward.copy(), self.terminated.copy()
             truncated = self.truncated.copy()
         else:

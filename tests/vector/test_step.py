@@ -5,6 +5,9 @@ autoreset mode, with copies or views.
 The general path is the reference: the same env with its compiled path switched off."""
 from __future__ import annotations
 
+import copy
+import weakref
+
 import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError
@@ -79,6 +82,39 @@ def test_held_observations_stay_as_returned():
         assert 0 < served < 60  # slots while one was free, then copies
     for kept, as_returned in held + views:
         np.testing.assert_array_equal(kept, as_returned)
+
+
+def test_held_results_stay_as_returned():
+    """The common step writes its rewards, flags and info arrays into sets it reuses once no
+    caller holds any of them: whatever a caller keeps (an array, a view, the info dict or its
+    game dict) stays as returned; what it drops comes back, written anew."""
+    def check(kept, as_returned):
+        if isinstance(kept, dict):
+            assert kept.keys() == as_returned.keys()
+            for key in as_returned:
+                np.testing.assert_equal(kept[key], as_returned[key])
+        else:
+            np.testing.assert_array_equal(kept, as_returned)
+
+    with make_vec("breakout", 4, life_loss_info=True, **SHORT) as envs:
+        envs.reset(seed=3)
+        held, seen, reused, games = [], {}, 0, 0
+        for t, a in enumerate(np.random.default_rng(2).integers(0, 4, (300, 4))):
+            _, reward, terminated, truncated, info = envs.step(a)
+            games += "game" in info
+            lives = info["lives"]
+            known = seen.get(id(lives))
+            reused += known is not None and known() is lives  # an earlier set, written anew
+            seen[id(lives)] = weakref.ref(lives)
+            if t % 3 == 0:  # held for a few steps, up to every set at once
+                held.append((t, [reward, terminated[1:], info, info.get("game", info)][t % 4]))
+                held[-1] += (copy.deepcopy(held[-1][1]),)
+            while held and held[0][0] < t - 8:
+                check(*held.pop(0)[1:])
+            del reward, terminated, truncated, info, lives
+        assert games and reused > 100
+    for _, kept, as_returned in held:
+        check(kept, as_returned)
 
 
 def test_uncommon_actions_take_the_general_path_and_its_errors():
