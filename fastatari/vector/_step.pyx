@@ -42,44 +42,51 @@ cdef inline char *_data(a):
 
 
 cdef class _ResultSlot:
-    """One set of the arrays a synchronous step returns besides the observations (rewards,
-    flags, the info's arrays and masks), written in place of fresh copies while no caller
-    holds any of them: a step that allocates nothing builds nothing but its dicts."""
-    cdef object reward, terminated, truncated, done, game_index, index_mask
+    """One set of the arrays a step returns (rewards, flags, the info's arrays and masks; for
+    a ``recv`` batch, the observations too), each with ``rows`` envs, written in place of
+    fresh copies while no caller holds any of them: a step that allocates nothing builds
+    nothing but its dicts."""
+    cdef Py_ssize_t rows
+    cdef object obs, reward, terminated, truncated, done, game_index, index_mask
     cdef dict info, game  # templates: the field arrays and masks; the game columns and masks
     cdef tuple copies, masks, wheres  # (slot array, column) pairs; mask arrays; pairs
     cdef tuple arrays
     cdef object idle_refs
 
-    def __init__(self, step_reward, step_terminated, step_truncated, fields, game_key,
+    def __init__(self, Py_ssize_t rows, obs, reward, terminated, truncated, fields,
                  game_columns, game_done, game_index):
-        self.reward, self.terminated = np.empty_like(step_reward), np.empty_like(step_terminated)
-        self.truncated = np.empty_like(step_truncated)
-        copies = [(self.reward, step_reward), (self.terminated, step_terminated),
-                  (self.truncated, step_truncated)]
+        def like(column):
+            return np.empty((rows,) + column.shape[1:], column.dtype)
+
+        self.rows = rows
+        self.obs = None if obs is None else like(obs)
+        self.reward, self.terminated, self.truncated = like(reward), like(terminated), \
+            like(truncated)
+        copies = [(self.reward, reward), (self.terminated, terminated),
+                  (self.truncated, truncated)]
+        if obs is not None:
+            copies.append((self.obs, obs))
         masks = []
         self.info = {}
         for name, column in fields:
-            array, mask = np.empty_like(column), np.empty(column.shape[0], np.bool_)
+            array, mask = like(column), np.empty(rows, np.bool_)
             self.info[name], self.info["_" + name] = array, mask
             copies.append((array, column))
             masks.append(mask)
         self.game_index = self.index_mask = None
         if game_index is not None:
-            self.game_index = np.empty_like(game_index)
-            self.index_mask = np.empty(game_index.shape[0], np.bool_)
+            self.game_index, self.index_mask = like(game_index), np.empty(rows, np.bool_)
             copies.append((self.game_index, game_index))
             masks.append(self.index_mask)
-        self.done = np.empty_like(game_done)
+        self.done = like(game_done)
         self.game = {}
-        wheres = []
+        wheres = [(self.done, game_done)]  # first: the others' mask
         for name, column in game_columns:
-            array = np.empty_like(column)
+            array = like(column)
             self.game[name], self.game["_" + name] = array, self.done
             wheres.append((array, column))
         self.copies, self.masks, self.wheres = tuple(copies), tuple(masks), tuple(wheres)
-        self.arrays = tuple(a for a, _ in copies) + tuple(masks) + tuple(a for a, _ in wheres) \
-            + (self.done,)
+        self.arrays = tuple(a for a, _ in copies + wheres) + tuple(masks)
         self.idle_refs = None  # counted at the first look, once this constructor's names are gone
 
     cdef bint idle(self):
@@ -92,39 +99,48 @@ cdef class _ResultSlot:
                 return False
         return True
 
-    cdef tuple fill(self, obs, bint games, life_loss, game_done, game_key, game_mask_key):
-        """Write this step's results into the arrays; the step's return value."""
-        cdef Py_ssize_t i, size, n = cnp.PyArray_DIM(<cnp.ndarray>self.reward, 0)
+    cdef tuple fill(self, const int64_t[::1] sel, bint whole, obs, bint games, life_loss,
+                    game_key, game_mask_key):
+        """Write the results of the envs ``sel`` (every env, in order, when ``whole``) into
+        the arrays; the step's return value (``obs``: the observations, unless this set has
+        its own)."""
+        cdef Py_ssize_t i, j, size, n = self.rows
         cdef tuple pair
         cdef uint8_t *flag
         cdef const uint8_t *lost
         cdef const uint8_t *done
         cdef char *dst
         cdef const char *src
-        for pair in self.copies:
-            memcpy(_data(pair[0]), _data(pair[1]), cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]))
+        for pair in self.copies + (self.wheres[:1] if games else ()):
+            dst, src = _data(pair[0]), _data(pair[1])
+            size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // n
+            if whole:
+                memcpy(dst, src, n * size)
+            else:
+                for j in range(n):
+                    memcpy(dst + j * size, src + sel[j] * size, size)
         for mask in self.masks:
             memset(_data(mask), 1, n)
         if life_loss is not None:  # ale-py's: terminated at a life loss, the episode goes on
             flag, lost = <uint8_t *>_data(self.terminated), <uint8_t *>_data(life_loss)
-            for i in range(n):
-                flag[i] |= lost[i]
+            for j in range(n):
+                flag[j] |= lost[sel[j]]
         info = PyDict_Copy(self.info)
         if games:  # a finished game's statistics, zeros for the other envs
-            memcpy(_data(self.done), _data(game_done), n)
             done = <uint8_t *>_data(self.done)
-            for pair in self.wheres:
+            for pair in self.wheres[1:]:
                 dst, src = _data(pair[0]), _data(pair[1])
                 size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // n
-                for i in range(n):
-                    if done[i]:
-                        memcpy(dst + i * size, src + i * size, size)
+                for j in range(n):
+                    if done[j]:
+                        memcpy(dst + j * size, src + sel[j] * size, size)
                     else:
-                        memset(dst + i * size, 0, size)
+                        memset(dst + j * size, 0, size)
             info[game_key], info[game_mask_key] = PyDict_Copy(self.game), self.done
         if self.game_index is not None:
             info["game_index"], info["_game_index"] = self.game_index, self.index_mask
-        return obs, self.reward, self.terminated, self.truncated, info
+        return (obs if self.obs is None else self.obs), self.reward, self.terminated, \
+            self.truncated, info
 
 
 cdef class CommonStep:
@@ -140,7 +156,8 @@ cdef class CommonStep:
     common step returns a slot that the workers filled instead of a copy of the observations:
     :meth:`write_actions` chooses one that no caller holds any more (:attr:`output`; -1 when
     each is held: a copy), which the caller passes to ``Executor.run``. The other arrays of a
-    synchronous step come the same way from sets of its own (fresh copies when each is held)."""
+    step, and of a ``recv`` of ``batch_size`` envs its observations too, come the same way
+    from sets of its own (fresh copies when each is held)."""
 
     cdef Py_ssize_t n
     cdef int64_t num_actions
@@ -152,7 +169,7 @@ cdef class CommonStep:
     cdef object all_ids
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
     cdef object game_index
-    cdef tuple fields, game_columns, outputs, result_slots
+    cdef tuple fields, game_columns, outputs, step_slots, batch_slots
     cdef object game_mask_key
     cdef Py_ssize_t idle_refs
     cdef readonly int output
@@ -160,7 +177,7 @@ cdef class CommonStep:
 
     def __init__(self, buffers, ended, restarted, phase, field_names, game_key, game_fields,
                  game_index, int64_t num_actions, bint copy, bint life_loss_info,
-                 str autoreset, tuple outputs=()):
+                 str autoreset, tuple outputs=(), Py_ssize_t batch_size=0):
         self.n = ended.shape[0]
         self.num_actions = num_actions
         self.action = buffers.action
@@ -193,12 +210,14 @@ cdef class CommonStep:
         # the slot's array, itself on its own memoryview)
         self.idle_refs = _Py_REFCNT(PyTuple_GET_ITEM(outputs, 0)) if self.outputs else 0
         contiguous = all(a.flags.c_contiguous for a in (
-            self.reward, self.terminated, self.truncated, self.life_loss,
+            self.obs, self.reward, self.terminated, self.truncated, self.life_loss,
             self.game_done_array, *(c for _, c in self.fields + self.game_columns)))
-        self.result_slots = tuple(
-            _ResultSlot(self.reward, self.terminated, self.truncated, self.fields,
-                        game_key, self.game_columns, self.game_done_array, game_index)
-            for _ in range(RESULT_SLOTS)) if contiguous else ()
+        def slots(rows, obs):
+            return tuple(_ResultSlot(rows, obs, self.reward, self.terminated, self.truncated,
+                                     self.fields, self.game_columns, self.game_done_array,
+                                     game_index) for _ in range(RESULT_SLOTS))
+        self.step_slots = slots(self.n, None) if contiguous else ()
+        self.batch_slots = slots(batch_size, self.obs) if contiguous and batch_size else ()
 
     cdef int _free_output(self):
         cdef Py_ssize_t k
@@ -312,16 +331,18 @@ cdef class CommonStep:
                     self.ended[i] = self.terminated_v[i] | self.truncated_v[i]
         if not common:
             return None
+        obs = None
         if whole:  # copies: views of the whole columns would change at the next step
             if self.output >= 0:  # the workers' copy
                 obs = self.outputs[self.output]
             else:
                 obs = self.obs.copy() if self.copy else self.obs
-            for slot in self.result_slots:
-                if (<_ResultSlot>slot).idle():
-                    return (<_ResultSlot>slot).fill(
-                        obs, games, self.life_loss if self.life_loss_info else None,
-                        self.game_done_array, self.game_key, self.game_mask_key)
+        for slot in (self.step_slots if whole else self.batch_slots):
+            if (<_ResultSlot>slot).rows == k and (<_ResultSlot>slot).idle():
+                return (<_ResultSlot>slot).fill(
+                    sel, whole, obs, games, self.life_loss if self.life_loss_info else None,
+                    self.game_key, self.game_mask_key)
+        if whole:
             reward, terminated = self.reward.copy(), self.terminated.copy()
             truncated = self.truncated.copy()
         else:

@@ -165,7 +165,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                     GAME_KEY, [f.name for f in GAME_FIELDS],
                     self._game_index if lineup.multi else None, plan.num_actions,
                     config.copy, self.options.life_loss_info, _AUTORESET[config.autoreset_mode],
-                    executor.outputs)
+                    executor.outputs, config.batch_size)
         except BaseException:
             self._fast = None  # its views of the shared memory go before the memory does
             executor.close()

@@ -84,10 +84,11 @@ def test_held_observations_stay_as_returned():
         np.testing.assert_array_equal(kept, as_returned)
 
 
-def test_held_results_stay_as_returned():
-    """The common step writes its rewards, flags and info arrays into sets it reuses once no
-    caller holds any of them: whatever a caller keeps (an array, a view, the info dict or its
-    game dict) stays as returned; what it drops comes back, written anew."""
+@pytest.mark.parametrize("batch_size", [None, 2], ids=["step", "recv"])
+def test_held_results_stay_as_returned(batch_size):
+    """The common step (and a recv of a whole batch) writes its arrays into sets it reuses
+    once no caller holds any of them: whatever a caller keeps (an array, a view, the info
+    dict or its game dict) stays as returned; what it drops comes back, written anew."""
     def check(kept, as_returned):
         if isinstance(kept, dict):
             assert kept.keys() == as_returned.keys()
@@ -96,23 +97,32 @@ def test_held_results_stay_as_returned():
         else:
             np.testing.assert_array_equal(kept, as_returned)
 
-    with make_vec("breakout", 4, life_loss_info=True, **SHORT) as envs:
+    with make_vec("breakout", 4, life_loss_info=True, batch_size=batch_size, **SHORT) as envs:
         envs.reset(seed=3)
+        if batch_size:
+            envs.send(np.zeros(4, np.int64))
         held, seen, reused, games = [], {}, 0, 0
         for t, a in enumerate(np.random.default_rng(2).integers(0, 4, (300, 4))):
-            _, reward, terminated, truncated, info = envs.step(a)
+            if batch_size:
+                obs, reward, terminated, truncated, info = envs.recv()
+                envs.send(a[:batch_size], info["env_id"])
+            else:
+                obs, reward, terminated, truncated, info = envs.step(a)
             games += "game" in info
             lives = info["lives"]
             known = seen.get(id(lives))
             reused += known is not None and known() is lives  # an earlier set, written anew
             seen[id(lives)] = weakref.ref(lives)
             if t % 3 == 0:  # held for a few steps, up to every set at once
-                held.append((t, [reward, terminated[1:], info, info.get("game", info)][t % 4]))
+                held.append((t, [reward, terminated[1:], info, info.get("game", info),
+                                 obs][t % 5]))
                 held[-1] += (copy.deepcopy(held[-1][1]),)
             while held and held[0][0] < t - 8:
                 check(*held.pop(0)[1:])
-            del reward, terminated, truncated, info, lives
+            del obs, reward, terminated, truncated, info, lives
         assert games and reused > 100
+        while batch_size and envs.book.in_flight():
+            envs.recv()
     for _, kept, as_returned in held:
         check(kept, as_returned)
 
