@@ -2,7 +2,7 @@
 # Directives (boundscheck, wraparound, ...) are set in setup.py.
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uintptr_t
-from libc.stdlib cimport qsort
+from libc.stdlib cimport free, malloc, qsort
 
 import numpy as np
 
@@ -191,7 +191,7 @@ def take_done(uint8_t[::1] in_flight, const int64_t[::1] tickets, bint in_order)
         raise ValueError(f"tickets has {tickets.shape[0]} envs, in_flight has {n}")
     done = np.empty(n, np.int64)
     cdef int64_t[::1] out = done
-    cdef _Done[::1] pairs
+    cdef _Done *pairs
     with nogil:
         for i in range(n):
             if in_flight[i] and tickets[i] >= 0:
@@ -199,13 +199,16 @@ def take_done(uint8_t[::1] in_flight, const int64_t[::1] tickets, bint in_order)
                 out[k] = i
                 k += 1
     if in_order and k > 1:
-        pairs = np.empty(k, [("ticket", np.int64), ("env", np.int64)])
+        pairs = <_Done *>malloc(k * sizeof(_Done))  # (a structured NumPy array: 2 us more)
+        if pairs == NULL:
+            raise MemoryError()
         with nogil:
             for i in range(k):
                 pairs[i].ticket, pairs[i].env = tickets[out[i]], out[i]
-            qsort(&pairs[0], k, sizeof(_Done), _by_ticket)
+            qsort(pairs, k, sizeof(_Done), _by_ticket)
             for i in range(k):
                 out[i] = pairs[i].env
+        free(pairs)
     return done[:k]
 
 
