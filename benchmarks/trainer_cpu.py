@@ -43,6 +43,9 @@ def main() -> None:
     for a in actions:
         step(a)
     after, wall = resource.getrusage(resource.RUSAGE_THREAD), time.perf_counter() - start
+    if batch is not None:
+        for _ in range(-(-n // batch)):  # what is still in flight, before closing
+            envs.recv()
     envs.close()
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     print(f"N={n} W={workers} batch={batch or n} trainer_cpu_us {cpu / steps * 1e6:.1f} "
