@@ -33,7 +33,8 @@ NOT_COMMON, ALL_STEP, SOME_RESET = _NOT_COMMON, _ALL_STEP, _SOME_RESET
 
 cdef uint8_t OP_STEP = 1, OP_RESET = 2  # messages.Op
 cdef uint8_t IDLE = 0, IN_FLIGHT = 1  # contract.Phase
-#: Sets of the arrays a synchronous step returns, reused once no caller holds them.
+#: Sets of the arrays a step (or a recv of a whole batch) returns, reused once no caller
+#: holds them.
 cdef int RESULT_SLOTS = 3
 
 
@@ -104,7 +105,7 @@ cdef class _ResultSlot:
         """Write the results of the envs ``sel`` (every env, in order, when ``whole``) into
         the arrays; the step's return value (``obs``: the observations, unless this set has
         its own)."""
-        cdef Py_ssize_t i, j, size, n = self.rows
+        cdef Py_ssize_t j, size, n = self.rows
         cdef tuple pair
         cdef uint8_t *flag
         cdef const uint8_t *lost
@@ -211,7 +212,8 @@ cdef class CommonStep:
         self.idle_refs = _Py_REFCNT(PyTuple_GET_ITEM(outputs, 0)) if self.outputs else 0
         contiguous = all(a.flags.c_contiguous for a in (
             self.obs, self.reward, self.terminated, self.truncated, self.life_loss,
-            self.game_done_array, *(c for _, c in self.fields + self.game_columns)))
+            self.game_done_array, *(c for _, c in self.fields + self.game_columns),
+            *(() if game_index is None else (game_index,))))
         def slots(rows, obs):
             return tuple(_ResultSlot(rows, obs, self.reward, self.terminated, self.truncated,
                                      self.fields, self.game_columns, self.game_done_array,

@@ -5,8 +5,8 @@ autoreset bookkeeping, batched info, the restart report); an :class:`Executor` r
 and leaves every result in the columns of its :attr:`~Executor.buffers`. Two executors exist:
 the local worker processes (:class:`~fastatari.vector.pool.WorkerPool`) and Ray actors, each
 running a local one on its node (``fastatari.ray``). Both follow the rules written once here:
-which seeds a replacement's games get (:class:`SeedBook`) and when a replacement is refused
-(:class:`RestartPolicy`).
+which seeds a replacement's games get (:class:`SeedBook`), when a replacement is refused
+(:class:`RestartPolicy`) and how a death is told (``Executor._died``).
 
 An executor answers with :class:`~fastatari.vector.messages.Reply` objects: DONE (``envs``
 have their results) and RESTARTED (a worker or actor died, hung or raised, and was replaced:
