@@ -42,52 +42,72 @@ cdef inline char *_data(a):
     return <char *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
+cdef inline void _take_rows(dst_array, src_array, const int64_t *sel, bint whole,
+                            Py_ssize_t n):
+    """Rows ``sel`` (all ``n`` in order, when ``whole``) of ``src_array`` into ``dst_array``'s
+    ``n`` rows; both C-contiguous."""
+    cdef Py_ssize_t j, size = cnp.PyArray_NBYTES(<cnp.ndarray>dst_array) // n
+    cdef char *dst = _data(dst_array)
+    cdef const char *src = _data(src_array)
+    if whole:
+        memcpy(dst, src, n * size)
+    else:
+        for j in range(n):
+            memcpy(dst + j * size, src + sel[j] * size, size)
+
+
+cdef class CommonStep
+
+
 cdef class _ResultSlot:
-    """One set of the arrays a step returns (rewards, flags, the info's arrays and masks; for
-    a ``recv`` batch, the observations too), each with ``rows`` envs, written in place of
-    fresh copies while no caller holds any of them: a step that allocates nothing builds
-    nothing but its dicts."""
+    """One set of the arrays ``step`` returns for ``rows`` envs (rewards, flags, the info's
+    arrays and masks; ``with_obs`` for a ``recv`` batch: the observations too): reused, written
+    in place of fresh copies, while no caller holds any of them, so a step that allocates
+    nothing builds nothing but its dicts; a fresh set when each is held."""
     cdef Py_ssize_t rows
-    cdef object obs, reward, terminated, truncated, done, game_index, index_mask
+    cdef object obs, reward, terminated, truncated, done, game_index, index_mask, life_loss
+    cdef object game_done, game_key, game_mask_key
     cdef dict info, game  # templates: the field arrays and masks; the game columns and masks
-    cdef tuple copies, masks, wheres  # (slot array, column) pairs; mask arrays; pairs
+    cdef tuple copies, masks, wheres  # (array, column) pairs; mask arrays; pairs
     cdef tuple arrays
     cdef object idle_refs
 
-    def __init__(self, Py_ssize_t rows, obs, reward, terminated, truncated, fields,
-                 game_columns, game_done, game_index):
+    def __init__(self, CommonStep step, Py_ssize_t rows, bint with_obs):
         def like(column):
             return np.empty((rows,) + column.shape[1:], column.dtype)
 
         self.rows = rows
-        self.obs = None if obs is None else like(obs)
-        self.reward, self.terminated, self.truncated = like(reward), like(terminated), \
-            like(truncated)
-        copies = [(self.reward, reward), (self.terminated, terminated),
-                  (self.truncated, truncated)]
-        if obs is not None:
-            copies.append((self.obs, obs))
+        self.life_loss = step.life_loss if step.life_loss_info else None
+        self.game_done, self.game_key = step.game_done_array, step.game_key
+        self.game_mask_key = step.game_mask_key
+        self.obs = like(step.obs) if with_obs else None
+        self.reward, self.terminated, self.truncated = like(step.reward), \
+            like(step.terminated), like(step.truncated)
+        copies = [(self.reward, step.reward), (self.terminated, step.terminated),
+                  (self.truncated, step.truncated)]
+        if with_obs:
+            copies.append((self.obs, step.obs))
         masks = []
         self.info = {}
-        for name, column in fields:
+        for name, column in step.fields:
             array, mask = like(column), np.empty(rows, np.bool_)
             self.info[name], self.info["_" + name] = array, mask
             copies.append((array, column))
             masks.append(mask)
         self.game_index = self.index_mask = None
-        if game_index is not None:
-            self.game_index, self.index_mask = like(game_index), np.empty(rows, np.bool_)
-            copies.append((self.game_index, game_index))
+        if step.game_index is not None:
+            self.game_index, self.index_mask = like(step.game_index), np.empty(rows, np.bool_)
+            copies.append((self.game_index, step.game_index))
             masks.append(self.index_mask)
-        self.done = like(game_done)
+        self.done = like(step.game_done_array)
         self.game = {}
-        wheres = [(self.done, game_done)]  # first: the others' mask
-        for name, column in game_columns:
+        wheres = []
+        for name, column in step.game_columns:
             array = like(column)
             self.game[name], self.game["_" + name] = array, self.done
             wheres.append((array, column))
         self.copies, self.masks, self.wheres = tuple(copies), tuple(masks), tuple(wheres)
-        self.arrays = tuple(a for a, _ in copies + wheres) + tuple(masks)
+        self.arrays = tuple(a for a, _ in copies + wheres) + tuple(masks) + (self.done,)
         self.idle_refs = None  # counted at the first look, once this constructor's names are gone
 
     cdef bint idle(self):
@@ -100,8 +120,7 @@ cdef class _ResultSlot:
                 return False
         return True
 
-    cdef tuple fill(self, const int64_t[::1] sel, bint whole, obs, bint games, life_loss,
-                    game_key, game_mask_key):
+    cdef tuple fill(self, const int64_t[::1] sel, bint whole, obs, bint games):
         """Write the results of the envs ``sel`` (every env, in order, when ``whole``) into
         the arrays; the step's return value (``obs``: the observations, unless this set has
         its own)."""
@@ -112,24 +131,19 @@ cdef class _ResultSlot:
         cdef const uint8_t *done
         cdef char *dst
         cdef const char *src
-        for pair in self.copies + (self.wheres[:1] if games else ()):
-            dst, src = _data(pair[0]), _data(pair[1])
-            size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // n
-            if whole:
-                memcpy(dst, src, n * size)
-            else:
-                for j in range(n):
-                    memcpy(dst + j * size, src + sel[j] * size, size)
+        for pair in self.copies:
+            _take_rows(pair[0], pair[1], &sel[0], whole, n)
         for mask in self.masks:
             memset(_data(mask), 1, n)
-        if life_loss is not None:  # ale-py's: terminated at a life loss, the episode goes on
-            flag, lost = <uint8_t *>_data(self.terminated), <uint8_t *>_data(life_loss)
+        if self.life_loss is not None:  # ale-py's: terminated at a life loss, episode goes on
+            flag, lost = <uint8_t *>_data(self.terminated), <uint8_t *>_data(self.life_loss)
             for j in range(n):
                 flag[j] |= lost[sel[j]]
         info = PyDict_Copy(self.info)
         if games:  # a finished game's statistics, zeros for the other envs
+            _take_rows(self.done, self.game_done, &sel[0], whole, n)
             done = <uint8_t *>_data(self.done)
-            for pair in self.wheres[1:]:
+            for pair in self.wheres:
                 dst, src = _data(pair[0]), _data(pair[1])
                 size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // n
                 for j in range(n):
@@ -137,7 +151,7 @@ cdef class _ResultSlot:
                         memcpy(dst + j * size, src + sel[j] * size, size)
                     else:
                         memset(dst + j * size, 0, size)
-            info[game_key], info[game_mask_key] = PyDict_Copy(self.game), self.done
+            info[self.game_key], info[self.game_mask_key] = PyDict_Copy(self.game), self.done
         if self.game_index is not None:
             info["game_index"], info["_game_index"] = self.game_index, self.index_mask
         return (obs if self.obs is None else self.obs), self.reward, self.terminated, \
@@ -210,16 +224,14 @@ cdef class CommonStep:
         # a slot's references while no caller holds it (or any view of it: views are based on
         # the slot's array, itself on its own memoryview)
         self.idle_refs = _Py_REFCNT(PyTuple_GET_ITEM(outputs, 0)) if self.outputs else 0
-        contiguous = all(a.flags.c_contiguous for a in (
-            self.obs, self.reward, self.terminated, self.truncated, self.life_loss,
-            self.game_done_array, *(c for _, c in self.fields + self.game_columns),
-            *(() if game_index is None else (game_index,))))
-        def slots(rows, obs):
-            return tuple(_ResultSlot(rows, obs, self.reward, self.terminated, self.truncated,
-                                     self.fields, self.game_columns, self.game_done_array,
-                                     game_index) for _ in range(RESULT_SLOTS))
-        self.step_slots = slots(self.n, None) if contiguous else ()
-        self.batch_slots = slots(batch_size, self.obs) if contiguous and batch_size else ()
+        if not all(a.flags.c_contiguous for a in (
+                self.obs, self.reward, self.terminated, self.truncated, self.life_loss,
+                self.game_done_array, *(c for _, c in self.fields + self.game_columns),
+                *(() if game_index is None else (game_index,)))):
+            raise ValueError("the result columns must be C-contiguous")  # copied row by row
+        self.step_slots = tuple(_ResultSlot(self, self.n, False) for _ in range(RESULT_SLOTS))
+        self.batch_slots = tuple(_ResultSlot(self, batch_size, True)
+                                 for _ in range(RESULT_SLOTS if batch_size else 0))
 
     cdef int _free_output(self):
         cdef Py_ssize_t k
@@ -331,7 +343,7 @@ cdef class CommonStep:
                 for j in range(k):
                     i = sel[j]
                     self.ended[i] = self.terminated_v[i] | self.truncated_v[i]
-        if not common:
+        if not common or k == 0:
             return None
         obs = None
         if whole:  # copies: views of the whole columns would change at the next step
@@ -341,32 +353,6 @@ cdef class CommonStep:
                 obs = self.obs.copy() if self.copy else self.obs
         for slot in (self.step_slots if whole else self.batch_slots):
             if (<_ResultSlot>slot).rows == k and (<_ResultSlot>slot).idle():
-                return (<_ResultSlot>slot).fill(
-                    sel, whole, obs, games, self.life_loss if self.life_loss_info else None,
-                    self.game_key, self.game_mask_key)
-        if whole:
-            reward, terminated = self.reward.copy(), self.terminated.copy()
-            truncated = self.truncated.copy()
-        else:
-            obs = self.obs.take(ids, axis=0)
-            reward, terminated = self.reward.take(ids), self.terminated.take(ids)
-            truncated = self.truncated.take(ids)
-        if self.life_loss_info:  # ale-py's: terminated at a life loss, the episode goes on
-            np.logical_or(terminated, self.life_loss if whole else self.life_loss.take(ids),
-                          out=terminated)
-        info = {}
-        for name, column in self.fields:
-            info[name] = column.copy() if whole else column.take(ids, axis=0)
-            info["_" + name] = np.ones(k, np.bool_)
-        if games:  # a finished game's statistics, zeros for the other envs
-            done = self.game_done_array.copy() if whole else self.game_done_array.take(ids)
-            game = {}
-            for name, column in self.game_columns:
-                game[name] = np.where(done, column if whole else column.take(ids),
-                                      np.zeros((), column.dtype))
-                game["_" + name] = done
-            info[self.game_key], info["_" + self.game_key] = game, done
-        if self.game_index is not None:
-            info["game_index"] = self.game_index.copy() if whole else self.game_index.take(ids)
-            info["_game_index"] = np.ones(k, np.bool_)
-        return obs, reward, terminated, truncated, info
+                return (<_ResultSlot>slot).fill(sel, whole, obs, games)
+        # each set held (or a batch of another size): fresh arrays
+        return _ResultSlot(self, k, not whole).fill(sel, whole, obs, games)
