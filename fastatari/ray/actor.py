@@ -1,26 +1,20 @@
-"""One Ray actor: a local executor (worker processes and their shared memory) on its node.
-
-The driver calls it with the envs' ops and actions and gets back the replies and the rows of
-the results they wrote; for a rollout, the actor runs the vector env's front over its local
-executor, with the driver's per-env state, next to the envs. Every call carries the driver's
-*epoch* for this actor, bumped at every recovery; a call from another epoch is refused
-(:class:`ActorRestarted`): no call runs on an instance the driver has not started.
-"""
+"""One Ray actor: a local executor on its node. Every call carries the driver's *epoch* for
+this actor, bumped at every recovery, and one of another epoch is refused: no call runs on an
+instance the driver has not started."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import ray
 
 from fastatari.vector import rollout
 from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.messages import Reply, ResetRequest
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.pool import WorkerPool
-from fastatari.vector.rollout import Rollout
-from fastatari.vector.messages import Reply, ResetRequest
 
 __all__ = ["ActorRestarted", "EnvActor"]
 
@@ -39,9 +33,7 @@ class EnvActor:
     in calls are the block's own (``0 .. plan.num_envs - 1``)."""
 
     def __init__(self, plan: VectorPlan) -> None:
-        # copy=False: a rollout copies from the buffers anyway
-        self.plan = dataclasses.replace(plan, config=dataclasses.replace(plan.config,
-                                                                         copy=False))
+        self.plan = plan
         self.epoch: Optional[int] = None  # set by start(); None on a fresh instance
         self.pool: Optional[WorkerPool] = None
         self.front: Optional[AtariVectorEnv] = None  # for rollouts, made at the first
@@ -53,8 +45,6 @@ class EnvActor:
         return self.pool
 
     def describe(self, epoch: int) -> Dict[str, Any]:
-        import ray
-
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
                 "worker_pids": self._check(epoch).pids}
 
@@ -107,13 +97,13 @@ class EnvActor:
                                     if name in ("reset", "restore") else ())
 
     def rollout(self, epoch: int, policy: Any, num_steps: int, ended: np.ndarray,
-                restarted: np.ndarray) -> Tuple[Rollout, Tuple[np.ndarray, np.ndarray],
+                restarted: np.ndarray) -> Tuple[rollout.Rollout, Tuple[np.ndarray, np.ndarray],
                                                 Dict[str, np.ndarray]]:
         """``num_steps`` steps of every env by the vector env's own rules, this actor's envs
         under the driver's per-env state (``ended``, ``restarted``). Returns the steps, the
         state after them and the rows of every env."""
         pool = self._check(epoch)
-        if self.front is None or self.front.executor is not pool:
+        if self.front is None:  # (start() drops the last pool's)
             self.front = AtariVectorEnv(self.plan, pool, started=True)
         self.front.adopt(ended, restarted)
         # kept between calls (a result is copied into the object store as it is returned):

@@ -1,12 +1,9 @@
-"""The Ray executor; the driver keeps a copy of every result column, written from each answer.
-
-Actors run with ``max_restarts=-1`` and ``max_task_retries=0`` (Ray recreates a dead actor,
-never re-runs a call on it). A call lost with its actor makes the driver *recover* it: a new
-epoch, its envs reset and reported RESTARTED, as a dead local worker's.
-"""
+"""The Ray executor: actors that Ray recreates (``max_restarts=-1``) but never re-runs a call
+on (``max_task_retries=0``); the driver keeps a copy of every result column."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -53,15 +50,13 @@ class Recovered(Exception):
         self.cause = cause
 
 
-_NO_ENVS = np.empty(0, np.int64)
-
-
 class _Call(NamedTuple):
-    """A remote call in flight: its actor, the actor's epoch when sent, the envs it steps."""
+    """A remote call in flight: its actor, the actor's epoch when sent, the envs it steps (a
+    run call's, global ids)."""
 
     actor: int
     epoch: int
-    ids: np.ndarray = _NO_ENVS  # the envs a run call steps (global ids)
+    ids: np.ndarray
 
 
 def _start_ray() -> None:
@@ -94,10 +89,8 @@ def _release(actors: List[Any], buffers: SharedBuffers, owns_ray: bool) -> None:
     Ray this module started."""
     if ray.is_initialized():
         for actor in actors:
-            try:
+            with contextlib.suppress(Exception):  # already gone, or Ray is shutting down
                 ray.kill(actor, no_restart=True)
-            except Exception:  # already gone, or Ray is shutting down
-                pass
     actors.clear()
     buffers.close()
     if owns_ray:
@@ -123,7 +116,6 @@ class RayExecutor(Executor):
         if actor_options.get("max_task_retries", 0) != 0:
             raise ValueError("actor_options must not set max_task_retries: a step re-run on a "
                              "restarted actor would silently diverge from what was reported")
-        config = plan.config
         self.buffers = SharedBuffers(plan.layout)
         self.seeds = SeedBook(plan.env_ids)
         self.num_workers = plan.workers.get("num_workers")  # per actor (None: its node's cores)
@@ -155,9 +147,9 @@ class RayExecutor(Executor):
             self._finalizer()
             raise
         self._epoch = [0] * self.num_actors
-        self._policy = RestartPolicy(self.num_actors, config.max_crashes_without_progress,
-                                     config.max_restarts)
-        self.nodes: List[str] = []
+        self._policy = RestartPolicy(self.num_actors, plan.config.max_crashes_without_progress,
+                                     plan.config.max_restarts)
+        self.nodes = [""] * self.num_actors  # each actor's, once started
 
     # -- actors --------------------------------------------------------------------------------
     def _spawn(self, k: int) -> Any:
@@ -174,7 +166,6 @@ class RayExecutor(Executor):
         return _actor_class().options(**options).remote(self._plans[k])
 
     def start(self) -> None:
-        self.nodes = [""] * self.num_actors
         until = deadline(self.actor_timeout)
         refs = [actor.start.remote(0, [None] * len(block), (), None)
                 for actor, block in zip(self.actors, self.blocks, strict=True)]
@@ -203,7 +194,8 @@ class RayExecutor(Executor):
     def submit(self, k: int, method: str, *args: Any, ids: Optional[np.ndarray] = None) -> Any:
         """Call ``method`` of actor ``k`` with its epoch; returns the call's ref."""
         ref = getattr(self.actors[k], method).remote(self._epoch[k], *args)
-        self._calls[ref] = _Call(k, self._epoch[k], _NO_ENVS if ids is None else ids)
+        self._calls[ref] = _Call(k, self._epoch[k], np.empty(0, np.int64) if ids is None
+                                 else ids)
         return ref
 
     def get(self, ref: Any) -> Any:
@@ -351,11 +343,9 @@ class RayExecutor(Executor):
         if ray.is_initialized():
             # an actor not started (no node yet: not placed) has no workers, and may never answer
             refs = []
-            for actor in [a for a, node in zip(self.actors, self.nodes, strict=False) if node]:
-                try:
+            for actor in [a for a, node in zip(self.actors, self.nodes, strict=True) if node]:
+                with contextlib.suppress(Exception):  # already gone
                     refs.append(actor.close.remote())
-                except Exception:  # already gone
-                    pass
             if refs:
                 ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT)
         self._calls.clear()

@@ -61,12 +61,12 @@ class VectorPlan:
     def block(self, start: int, stop: int) -> "VectorPlan":
         """The plan of envs ``start .. stop - 1`` alone (a Ray actor's): their games, numbered
         as in this plan (``info["game_index"]``), a batch no larger than the block, and no
-        output slots (its results go back through the driver's)."""
+        output slots and no copies (its results go back through the driver's)."""
         lineup = dataclasses.replace(self.lineup, games=self.lineup.games[start:stop])
         size = stop - start
         return dataclasses.replace(
             self, lineup=lineup, env_ids=self.env_ids[start:stop],
-            config=dataclasses.replace(self.config,
+            config=dataclasses.replace(self.config, copy=False,
                                        batch_size=min(self.config.batch_size or size, size)),
             layout=dataclasses.replace(self.layout, num_envs=size, outputs=0))
 

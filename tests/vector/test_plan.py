@@ -63,6 +63,7 @@ def test_block_is_an_actors_share():
     assert block.lineup.names == ("pong", "breakout")  # numbered as the whole env's games
     assert block.lineup.game_index().tolist() == [1, 1] and block.layout.num_envs == 2
     assert block.config.batch_size == 2 and block.action_meanings == plan.action_meanings
+    assert plan.config.copy and not block.config.copy  # the driver copies
     assert plan.layout.outputs == 3 and block.layout.outputs == 0  # the driver's return
 
 
