@@ -96,6 +96,42 @@ def wait_done(uint8_t[::1] control, int64_t target, int epfd, int evfd, double s
         return result
 
 
+cdef class SpinRule:
+    """How long a wait spins before it sleeps. A spin pays when what it waits for comes within
+    it (no wake-up on either side) and costs its whole length when it does not; so after
+    ``patience`` waits in a row that outlasted it, waits sleep at once, until a short one
+    again. A wait that sleeps at once cannot show that a spin would have caught it: with
+    ``probe``, every ``probe``-th of those spins anyway (0: never; where the caller measures
+    from elsewhere, as a worker from its last answer, it needs none)."""
+
+    cdef readonly double seconds
+    cdef int patience, probe, long_waits, since_probe
+
+    def __init__(self, double seconds, int patience=3, int probe=0):
+        if not seconds >= 0 or patience < 1 or probe < 0:
+            raise ValueError(f"SpinRule needs seconds >= 0, patience >= 1 and probe >= 0, got "
+                             f"{seconds}, {patience}, {probe}")
+        self.seconds, self.patience, self.probe = seconds, patience, probe
+        self.long_waits = self.since_probe = 0
+
+    cpdef double spin(self):
+        """The spin of the next wait: :attr:`seconds`, or 0 (sleep at once)."""
+        if self.long_waits < self.patience:
+            return self.seconds
+        self.since_probe += 1
+        if self.probe and self.since_probe >= self.probe:
+            self.since_probe = 0
+            return self.seconds
+        return 0.0
+
+    cpdef void waited(self, double seconds):
+        """A wait lasted ``seconds``. One under a microsecond found its result at once and
+        tells nothing."""
+        if seconds < 1e-6:
+            return
+        self.long_waits = self.long_waits + 1 if seconds > self.seconds else 0
+
+
 def wait_generation(uint8_t[::1] control, uint32_t seen, double spin, timeout):
     """A worker's wait, without the GIL, until the generation is no longer ``seen``: spin for
     ``spin`` seconds, then sleep until ``timeout`` (None: no limit). True if it changed."""

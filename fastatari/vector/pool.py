@@ -31,6 +31,7 @@ import dataclasses
 import math
 import os
 import select
+import time
 import weakref
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -59,8 +60,13 @@ MIN_START_SECONDS = 60.0
 #: enough to catch an async batch that is about to finish, short enough that its CPU time
 #: stays its own work. The synchronous round trip does not spin: every env emulates a step
 #: (100 µs or more) after the publish, so a spin there never caught one and cost the trainer
-#: 4-5 µs a step (measured with 8, 24 and 64 envs; async throughput needs the spin).
+#: 4-5 µs a step (measured with 8, 24 and 64 envs). Nor does ``collect`` while its spins miss
+#: (:class:`~fastatari.vector._wait.SpinRule`): with emulating workers on every core an async
+#: batch is rarely that close (2 cores: the same steps/s without it, 4-6 µs less per recv),
+#: while workers that answer fast (spare cores, a light game) keep it.
 SPIN_SECONDS = 5e-6
+#: While its spins miss, the trainer still spins in one ``collect`` of this many, to find out.
+SPIN_PROBE = 16
 #: Without epoll (portable waits): how long a nap lasts before the trainer looks at the pipes.
 NAP_SLICE_SECONDS = 2e-3
 #: FASTATARI_PORTABLE_WAITS=1 uses the portable waits where the fast ones exist (to test them).
@@ -156,6 +162,7 @@ class WorkerPool(Executor):
             self._owner[block] = k
         self._in_flight = np.zeros(plan.num_envs, bool)  # sent, not collected (nor dropped)
         self._collected = 0  # completions taken by collect(): the count it waits past
+        self._spins = _wait.SpinRule(SPIN_SECONDS, probe=SPIN_PROBE)
         self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
 
     # -- life ---------------------------------------------------------------------------------
@@ -268,8 +275,11 @@ class WorkerPool(Executor):
         """DONE when ``target`` completions are counted; EVENT when a worker's pipe is ready;
         TIMEOUT at the deadline."""
         if not PORTABLE_WAITS:
-            return _wait.wait_done(self.buffers.control, target, self._epfd, self._res.wake_fd,
-                                   SPIN_SECONDS, remaining(until))
+            start = time.perf_counter()
+            found = _wait.wait_done(self.buffers.control, target, self._epfd, self._res.wake_fd,
+                                    self._spins.spin(), remaining(until))
+            self._spins.waited(time.perf_counter() - start)
+            return found
         spin = SPIN_SECONDS
         while True:
             left = remaining(until)

@@ -34,11 +34,15 @@ from fastatari.core.game import ALE_ACTIONS, AtariGame
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.core.snapshot import GameState, PendingReset, pack_frames, unpack_frames
 from fastatari.vector import messages
-from fastatari.vector._wait import claim, complete, generation, output, wait_generation
+from fastatari.vector._wait import (SpinRule, claim, complete, generation, output,
+                                    wait_generation)
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Command, Op, ResetRequest, WorkerConfig
 
-# How long an idle worker watches for its next command before it sleeps
+# How long an idle worker watches for its next command before it sleeps. A tight training loop
+# sends the next step within ~100 µs of the last reply (the other workers' remaining work plus
+# the trainer's own); catching it by watching saves a wake-up on both sides. A trainer that
+# thinks for longer would only lose cores to it: the SpinRule's patience.
 SPIN_SECONDS = 500e-6
 # How long it sleeps before it looks whether the trainer is still there
 LIVENESS_SECONDS = 0.5
@@ -244,34 +248,6 @@ class Worker:
         self.games = {}
 
 
-class _Waits:
-    """Whether to watch for the next command (a brief spin) or sleep on it at once.
-
-    A tight training loop sends the next step within ~100 µs of the last reply (the other
-    workers' remaining work plus the trainer's own); catching it by watching saves a wake-up
-    on both sides. A trainer that thinks for longer than the spin would only lose cores to
-    it, so after a few long waits in a row the worker sleeps at once, until a short one again.
-    """
-
-    LONG_WAITS_BEFORE_SLEEPING = 3
-
-    def __init__(self) -> None:
-        self.spin = True
-        self._answered = 0
-        self._long = 0
-
-    def answered(self) -> None:
-        self._answered = time.perf_counter_ns()
-
-    def arrived(self) -> None:
-        if not self._answered:
-            return
-        waited = (time.perf_counter_ns() - self._answered) * 1e-9
-        self._answered = 0
-        self._long = self._long + 1 if waited > SPIN_SECONDS else 0
-        self.spin = self._long < self.LONG_WAITS_BEFORE_SLEEPING
-
-
 def serve(conn: Connection) -> None:
     """Receive the :class:`WorkerConfig`, build and reset the games, answer READY, then serve
     commands until CLOSE, until the trainer is gone (end of file on ``conn``), or until one
@@ -312,22 +288,23 @@ def _serve_commands(conn: Connection, worker: Worker, buffers: SharedBuffers,
     """Run each published command (``seen``: the generation before READY): the envs' ops from
     shared memory, and the message in the pipe when the worker's ``pending`` word says so."""
     control, pending, first = buffers.control, buffers.pending, worker.first
-    waits = _Waits()
+    spins = SpinRule(SPIN_SECONDS)
+    answered = None  # when it last answered: a wait from then on is what a spin would take
     while True:
-        if not wait_generation(control, seen, SPIN_SECONDS if waits.spin else 0.0,
-                               LIVENESS_SECONDS):
+        if not wait_generation(control, seen, spins.spin(), LIVENESS_SECONDS):
             if conn.poll():  # nothing published: the trainer is gone (end of file) or wrote
                 if _pipe_command(conn, worker):  # without publishing
                     return
             continue
-        waits.arrived()
+        if answered is not None:
+            spins.waited(time.perf_counter() - answered)
         seen = generation(control)
         if pending[first]:
             pending[first] = 0
             if _pipe_command(conn, worker):
                 return
         worker.run()
-        waits.answered()
+        answered = time.perf_counter()
 
 
 def _pipe_command(conn: Connection, worker: Worker) -> bool:

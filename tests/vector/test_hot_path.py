@@ -1,6 +1,7 @@
 """The step through shared memory (pool.py, worker.py, fa_wait.c): a death seen while the
 trainer sleeps, Ctrl-C during the wait, first-ready order across workers of unequal speed, and
-more workers than cores. Timing is never asserted beyond "not at the deadline"."""
+more workers than cores, the trainer's spin given up on slow batches. Timing is never asserted
+beyond "not at the deadline"."""
 from __future__ import annotations
 
 import os
@@ -149,3 +150,22 @@ def test_portable_waits_give_the_same_steps(tmp_path):
     assert fast.returncode == 0 and portable.returncode == 0, fast.stderr + portable.stderr
     assert portable.stdout.startswith("True [True, True, True, False, False, False]")
     assert portable.stdout.split()[-1] == fast.stdout.split()[-1]
+
+
+def test_the_trainer_stops_spinning_on_slow_batches():
+    """An async run whose workers take far longer than the spin: the pool's collects sleep at
+    once after a few, probing now and then."""
+    with make_vec("breakout", 4, num_workers=1, batch_size=2,
+                            repeat_action_probability=0.0) as envs:
+        envs.reset(seed=0)
+        spins = []
+        rule = envs.executor._spins
+        envs.executor._spins = type("Seen", (), {
+            "spin": lambda self: spins.append(rule.spin()) or spins[-1],
+            "waited": lambda self, s: rule.waited(s)})()
+        envs.send(np.zeros(4, np.int64))
+        for _ in range(40):
+            envs.send(np.zeros(2, np.int64), envs.recv()[4]["env_id"])
+        envs.recv()
+        envs.recv()
+    assert spins.count(0.0) > len(spins) // 2

@@ -137,6 +137,26 @@ def test_a_wait_past_the_clock_has_no_deadline(seconds):
     timer.join()
 
 
+def test_spin_rule_sleeps_after_missed_spins_and_probes():
+    rule = _wait.SpinRule(5e-6, patience=3, probe=4)
+    assert rule.spin() == 5e-6
+    for _ in range(2):
+        rule.waited(1e-3)  # outlasted the spin
+    assert rule.spin() == 5e-6  # patience not spent yet
+    rule.waited(1e-3)
+    # sleeps at once, but every 4th wait spins to find out
+    assert [rule.spin() for _ in range(8)] == [0.0, 0.0, 0.0, 5e-6] * 2
+    rule.waited(0.0)  # found its result at once: tells nothing
+    assert rule.spin() == 0.0
+    rule.waited(3e-6)  # within the spin: spins again
+    assert rule.spin() == 5e-6
+    never = _wait.SpinRule(5e-6, patience=1)
+    never.waited(1.0)
+    assert {never.spin() for _ in range(50)} == {0.0}  # no probe
+    with pytest.raises(ValueError, match="patience >= 1"):
+        _wait.SpinRule(5e-6, patience=0)
+
+
 class TestErrors:
     def test_control_too_small_or_misaligned(self):
         with pytest.raises(ValueError, match=f"control must hold {CONTROL_BYTES} bytes"):
