@@ -149,15 +149,18 @@ class PrioritizedReplayBuffer:
         indices, weights = self.tree.draw(np.random.random_sample(batch_size), self.beta,
                                           self.size)
         obs, next_obs = self._stacks(indices)
-        data: List[Any] = [obs, self.actions[indices, None], self.rewards[indices, None],
-                           next_obs, self.dones[indices, None], weights[:, None],
-                           self.discounts[indices, None]]
+        # (a row index, then a column axis: [indices, None] costs a microsecond more each)
+        data: List[Any] = [obs, self.actions[indices][:, None], self.rewards[indices][:, None],
+                           next_obs, self.dones[indices][:, None], weights[:, None],
+                           self.discounts[indices][:, None]]
         if self.device is not None:
             import torch
 
-            # this call's own arrays: shared with the tensors on the CPU (from_numpy and to:
-            # half the cost of as_tensor with a device)
-            data = [torch.from_numpy(a).to(self.device) for a in data]
+            # this call's own arrays: shared with the tensors (from_numpy: a third of the cost
+            # of as_tensor), moved only off the CPU
+            data = [torch.from_numpy(a) for a in data]
+            if torch.device(self.device).type != "cpu":
+                data = [tensor.to(self.device) for tensor in data]
         obs, actions, rewards, next_obs, dones, weights_, discounts = data
         return PrioritizedBatch(obs, actions, rewards, next_obs, dones, indices, weights_,
                                 discounts)

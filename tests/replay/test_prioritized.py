@@ -139,6 +139,13 @@ def test_cleanrl_rainbows_calls_with_torch_tensors():
     assert data.rewards.shape == (32, 1) and data.rewards.dtype == torch.float32
     assert data.dones.dtype == torch.bool and data.weights.dtype == torch.float32
     rb.update_priorities(data.indices, torch.rand(32).numpy())
+    assert data.observations.device.type == "cpu"
+    # off the CPU the tensors are moved (torch's meta device: shapes, no memory)
+    rb.device = "meta"
+    moved = rb.sample(32)
+    assert all(t.device.type == "meta" for t in (moved.observations, moved.actions,
+                                                  moved.weights, moved.discounts))
+    assert moved.actions.shape == (32, 1) and moved.observations.dtype == torch.uint8
 
 
 def same_samples(a: PrioritizedReplayBuffer, b: PrioritizedReplayBuffer) -> None:
