@@ -12,7 +12,8 @@ machine: it is left out there, with the reason). Tianshou's and TorchRL's memory
 join the table where they install (the ``tianshou`` and ``torchrl`` extras). ``--rainbow``: the
 prioritized buffer against CleanRL's own (its classes taken from a CleanRL checkout's
 ``rainbow_atari.py``, nothing else of the script run): drawing 32 indices with their weights,
-and a whole ``sample(32)``.
+a whole ``sample(32)``, back to back and with a network update between samples, and
+``update_priorities`` of a batch.
 Needs the ``rl`` extra (SB3, torch).
 """
 from __future__ import annotations
@@ -187,6 +188,36 @@ def median_us(fn: Callable[[], Any], repeats: int) -> float:
     return float(np.median(times)) * 1e6
 
 
+def after_training_steps(theirs: Callable[[], Any], ours: Callable[[], Any],
+                         repeats: int) -> Tuple[float, float]:
+    """Each sampler's median µs when, as in a training loop, an update of a Nature-DQN network
+    on the batch (one thread) runs between samples, the two alternating: the update leaves the
+    caches to the network, and every sampler pays for it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 32, 8, 4), torch.nn.ReLU(), torch.nn.Conv2d(32, 64, 4, 2),
+        torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3, 1), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(3136, 512), torch.nn.ReLU(), torch.nn.Linear(512, 4))
+    optimizer = torch.optim.Adam(net.parameters())
+    times: Tuple[List[float], List[float]] = ([], [])
+    try:
+        for _ in range(repeats):
+            for sample, kept in zip((theirs, ours), times, strict=True):
+                start = time.perf_counter()
+                batch = sample()
+                kept.append(time.perf_counter() - start)
+                loss = net(batch[0].float() / 255).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    return float(np.median(times[0])) * 1e6, float(np.median(times[1])) * 1e6
+
+
 def side_by_side(transitions: int) -> None:
     steps = transitions // N_ENVS
     recorded = record(steps)
@@ -287,6 +318,9 @@ def rainbow(path: str, transitions: int) -> None:
     ours.update_priorities(np.arange(ours.size), losses[:ours.size])
     theirs.update_priorities(np.arange(theirs.size), losses[:theirs.size])
 
+    # transitions both hold (fastatari keeps more at episode ends: its size is the larger)
+    drawn = np.random.randint(0, min(ours.size, theirs.size), 32)
+
     def their_draw() -> None:  # the part of their sample() that draws and weighs
         total = theirs.sum_tree.total()
         segment = total / 32
@@ -302,7 +336,12 @@ def rainbow(path: str, transitions: int) -> None:
     rows = {"draw 32 indices and weights": (median_us(their_draw, 300),
                                             median_us(our_draw, 300)),
             "sample(32)": (median_us(lambda: theirs.sample(32), 300),
-                           median_us(lambda: ours.sample(32), 300))}
+                           median_us(lambda: ours.sample(32), 300)),
+            "sample(32) after a training step": after_training_steps(
+                lambda: theirs.sample(32), lambda: ours.sample(32), 300),
+            "update_priorities of 32": (
+                median_us(lambda: theirs.update_priorities(drawn, losses[:32]), 300),
+                median_us(lambda: ours.update_priorities(drawn, losses[:32]), 300))}
     print(f"\nPrioritized, n-step 3, {transitions} transitions of Breakout, 1 env\n")
     print("| | CleanRL rainbow_atari.py µs | fastatari µs | ratio |\n|---|---|---|---|")
     for name, (them, us) in rows.items():
