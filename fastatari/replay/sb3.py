@@ -14,7 +14,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 from fastatari.replay._core import FrameStore
-from fastatari.replay.layout import stack_layout
+from fastatari.replay.layout import stack_layout, to_tensors
 
 __all__ = ["ReplayBuffer"]
 
@@ -101,9 +101,7 @@ class ReplayBuffer(buffers.ReplayBuffer):
              * (1 - self.timeouts[batch_inds, env_indices])).reshape(-1, 1),
             self._normalize_reward(self.rewards[batch_inds, env_indices].reshape(-1, 1), env),
         )
-        # every array is this call's own: shared with the tensors on the CPU, not copied again
-        # (from_numpy and to: half the cost of as_tensor with a device)
-        actions, dones, rewards = (th.from_numpy(a).to(self.device) for a in data)
+        actions, dones, rewards = to_tensors(data, self.device)  # this call's own arrays
         return ReplayBufferSamples(obs, actions, next_obs, dones, rewards)
 
     def _stacks(self, batch_inds: np.ndarray, env_indices: np.ndarray,
@@ -112,8 +110,8 @@ class ReplayBuffer(buffers.ReplayBuffer):
         the frames a pair shares are written once (overlapping views: ``FrameStore.gather``'s
         ``shared``)."""
         obs, next_obs = self.frames.gather(batch_inds, env_indices, shared=env is None)
-        return (th.from_numpy(self._normalize_obs(obs, env)).to(self.device),
-                th.from_numpy(self._normalize_obs(next_obs, env)).to(self.device))
+        return tuple(to_tensors([self._normalize_obs(obs, env),
+                                 self._normalize_obs(next_obs, env)], self.device))
 
     def reset(self) -> None:
         super().reset()

@@ -62,8 +62,8 @@ MIN_START_SECONDS = 60.0
 #: (100 µs or more) after the publish, so a spin there never caught one and cost the trainer
 #: 4-5 µs a step (measured with 8, 24 and 64 envs). Nor does ``collect`` while its spins miss
 #: (:class:`~fastatari.vector._wait.SpinRule`): with emulating workers on every core an async
-#: batch is rarely that close (2 cores: the same steps/s without it, 4-6 µs less per recv),
-#: while workers that answer fast (spare cores, a light game) keep it.
+#: batch is rarely that close, while workers that answer fast (spare cores, a light game) keep
+#: it (docs/benchmarks.md has the measurement).
 SPIN_SECONDS = 5e-6
 #: While its spins miss, the trainer still spins in one ``collect`` of this many, to find out.
 SPIN_PROBE = 16
@@ -273,14 +273,19 @@ class WorkerPool(Executor):
 
     def _wait_done(self, target: int, until: Optional[float]) -> int:
         """DONE when ``target`` completions are counted; EVENT when a worker's pipe is ready;
-        TIMEOUT at the deadline."""
+        TIMEOUT at the deadline. It spins first as its :class:`~fastatari.vector._wait.SpinRule`
+        says, and tells the rule how long it waited."""
+        start = time.perf_counter()
+        found = self._wait_for(target, until, self._spins.spin())
+        self._spins.waited(time.perf_counter() - start)
+        return found
+
+    def _wait_for(self, target: int, until: Optional[float], spin: float) -> int:
+        """:meth:`_wait_done`'s wait, spinning ``spin`` seconds first: on the eventfd and the
+        pipes, or in naps between looks at the pipes (the portable waits)."""
         if not PORTABLE_WAITS:
-            start = time.perf_counter()
-            found = _wait.wait_done(self.buffers.control, target, self._epfd, self._res.wake_fd,
-                                    self._spins.spin(), remaining(until))
-            self._spins.waited(time.perf_counter() - start)
-            return found
-        spin = SPIN_SECONDS
+            return _wait.wait_done(self.buffers.control, target, self._epfd, self._res.wake_fd,
+                                   spin, remaining(until))
         while True:
             left = remaining(until)
             nap = NAP_SLICE_SECONDS if left is None else min(NAP_SLICE_SECONDS, left)
