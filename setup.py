@@ -54,7 +54,10 @@ extensions = [
     Extension(
         "fastatari.vector._step",
         sources=["fastatari/vector/_step.pyx"],
-        include_dirs=[np.get_include()],
+        # it runs _wait's HotPath (cimported through _wait.pxd)
+        depends=["fastatari/vector/_wait.pxd", "fastatari/vector/fa_wait.pxd",
+                 "fastatari/vector/csrc/fa_wait.h"],
+        include_dirs=["fastatari/vector/csrc", np.get_include()],
         **common,
     ),
 ]

@@ -1,10 +1,15 @@
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 NOT_COMMON: int
 ALL_STEP: int
 SOME_RESET: int
+
+class CallGuard:
+    call: str
+    def enter(self, call: str) -> int: ...
+    def leave(self) -> None: ...
 
 class CommonStep:
     ops: np.ndarray
@@ -14,7 +19,9 @@ class CommonStep:
                  game_fields: Sequence[str],
                  game_index: Optional[np.ndarray], num_actions: int, copy: bool,
                  life_loss_info: bool, autoreset: str,
-                 outputs: Tuple[np.ndarray, ...] = (), batch_size: int = 0) -> None: ...
+                 executor: Any, batch_size: int = 0) -> None: ...
+    def step(self, actions: Any) -> Union[
+        Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]], List[Any], None]: ...
     def write_actions(self, actions: Any) -> int: ...
     def write_send(self, actions: Any, env_ids: Any) -> Optional[np.ndarray]: ...
     def results(self, ids: Optional[np.ndarray] = None) -> Optional[

@@ -12,6 +12,7 @@ same results.
 """
 
 from cpython.dict cimport PyDict_Copy
+from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport _Py_REFCNT
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdint cimport int64_t, uint8_t
@@ -20,6 +21,9 @@ from libc.string cimport memcpy, memmove, memset
 import numpy as np
 
 cimport numpy as cnp
+
+from fastatari.vector._wait cimport HotPath
+from fastatari.vector.fa_wait cimport FA_DONE
 
 cnp.import_array()
 
@@ -54,6 +58,35 @@ cdef inline void _take_rows(dst_array, src_array, const int64_t *sel, bint whole
     else:
         for j in range(n):
             memcpy(dst + j * size, src + sel[j] * size, size)
+
+
+cdef class CallGuard:
+    """Who is inside a vector env's calls: one thread at a time, as in gymnasium's vector envs;
+    the same thread may enter again (a ``close()`` from a signal handler). Entered and left
+    with the GIL held, which makes the look and the take one step; compiled, so that the
+    common step pays nothing for it (``contract.one_caller`` is the Python side)."""
+
+    cdef bint inside
+    cdef unsigned long thread
+    #: The call inside (its name), while one is.
+    cdef readonly str call
+
+    def __init__(self):
+        self.inside, self.call = False, ""
+
+    cpdef int enter(self, str call):
+        """Enter as the calling thread's ``call``: 1; 0 when this thread is inside already (a
+        re-entry, which must not :meth:`leave`); -1 when another thread is (nothing
+        changed)."""
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if not self.inside:
+            self.inside, self.thread, self.call = True, me, call
+            return 1
+        return 0 if self.thread == me else -1
+
+    cpdef void leave(self):
+        """The call that entered with 1 is over."""
+        self.inside = False
 
 
 cdef class CommonStep
@@ -167,12 +200,13 @@ cdef class CommonStep:
     ``game_fields``: the names of a finished game's statistics (``info["game"]``);
     ``game_index``: each env's game (``info["game_index"]``), None for one game.
 
-    ``outputs``: the executor's output slots (``Executor.outputs``). With ``copy``, the
-    common step returns a slot that the workers filled instead of a copy of the observations:
-    :meth:`write_actions` chooses one that no caller holds any more (:attr:`output`; -1 when
-    each is held: a copy), which the caller passes to ``Executor.run``. The other arrays of a
-    step, and of a ``recv`` of ``batch_size`` envs its observations too, come the same way
-    from sets of its own (fresh copies when each is held)."""
+    ``executor`` runs the envs (:meth:`step` runs its round trip). With ``copy``, the common
+    step returns one of its output slots (``Executor.outputs``) that the workers filled
+    instead of a copy of the observations: :meth:`write_actions` chooses one that no caller
+    holds any more (:attr:`output`; -1 when each is held: a copy), which the caller passes to
+    ``Executor.run``. The other arrays of a step, and of a ``recv`` of ``batch_size`` envs its
+    observations too, come the same way from sets of its own (fresh copies when each is
+    held)."""
 
     cdef Py_ssize_t n
     cdef int64_t num_actions
@@ -185,6 +219,8 @@ cdef class CommonStep:
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
     cdef object game_index
     cdef tuple fields, game_columns, outputs, step_slots, batch_slots
+    cdef object executor
+    cdef HotPath hot
     cdef object game_mask_key
     cdef Py_ssize_t idle_refs
     cdef readonly int output
@@ -192,7 +228,7 @@ cdef class CommonStep:
 
     def __init__(self, buffers, ended, restarted, phase, field_names, game_key, game_fields,
                  game_index, int64_t num_actions, bint copy, bint life_loss_info,
-                 str autoreset, tuple outputs=(), Py_ssize_t batch_size=0):
+                 str autoreset, executor, Py_ssize_t batch_size=0):
         self.n = ended.shape[0]
         self.num_actions = num_actions
         self.action = buffers.action
@@ -219,6 +255,8 @@ cdef class CommonStep:
         self.copy, self.life_loss_info = copy, life_loss_info
         self.track_ended = autoreset != "same_step"  # ended envs matter at the next step
         self.reset_ended = autoreset == "next_step"
+        self.executor, self.hot = executor, executor.hot_path
+        outputs = executor.outputs
         self.outputs = outputs if copy else ()
         self.output = -1
         # a slot's references while no caller holds it (or any view of it: views are based on
@@ -240,12 +278,43 @@ cdef class CommonStep:
                 return <int>k
         return -1
 
+    def step(self, actions):
+        """The synchronous common step, whole: :meth:`write_actions`, the executor's round
+        trip (compiled: its ``hot_path``) and :meth:`results`. Returns the step's results; a
+        list of replies when the round trip ran but only the general path gives the results
+        (the replies other than DONE to apply: a restart; none: a final observation); None,
+        having run nothing, when it is not the common step or the executor is closed."""
+        cdef int common, found
+        if self.hot is None:
+            if self.executor.closed:
+                return None
+        elif self.hot.closed:
+            return None
+        common = self._write_actions(actions)
+        if common == _NOT_COMMON:
+            return None
+        if self.hot is not None:
+            found = self.hot.round_trip(NULL if common == _ALL_STEP else &self.ops_v[0],
+                                        self.output)
+            if found != FA_DONE:
+                return self.executor.after_round_trip(found)
+        else:
+            replies = self.executor.run_and_collect(None if common == _ALL_STEP else self.ops,
+                                                    self.output)
+            if replies:
+                return replies
+        results = self._results(None)
+        return [] if results is None else results
+
     def write_actions(self, actions):
         """Check ``actions`` and, for the common step, write them and each env's op
         (:attr:`ops`): ``ALL_STEP`` when every env steps, ``SOME_RESET`` when some reset
         after an ended episode. ``NOT_COMMON`` for anything else (another dtype or shape, an
         action out of range, a restart to report, an ended episode without next-step
         autoreset): the general path then checks and writes the actions itself."""
+        return self._write_actions(actions)
+
+    cdef int _write_actions(self, actions) except -1:
         cdef Py_ssize_t i, n = self.n
         cdef int64_t a, limit = self.num_actions
         cdef const int64_t[::1] given
@@ -327,6 +396,9 @@ cdef class CommonStep:
         synchronous step) or of ``ids`` (an int64 array: a ``recv``), as the general path
         gives them, or None when only it can (a final observation, a restart to report),
         with nothing changed. Records which envs' episodes ended."""
+        return self._results(ids)
+
+    cdef _results(self, ids):
         cdef Py_ssize_t i, j, k
         cdef const int64_t[::1] sel = self.every if ids is None else ids
         cdef bint common = True, games = False, whole = ids is None

@@ -81,8 +81,12 @@ def wait_done(uint8_t[::1] control, int64_t target, int epfd, int evfd, double s
     workers' pipes; -1: nap) until ``timeout`` seconds (None: no limit). Returns DONE,
     EVENT (a worker's pipe is ready) or TIMEOUT; a signal runs Python's handlers (Ctrl-C
     raises KeyboardInterrupt) and the wait goes on."""
-    cdef fa_control *c = _control(control)
-    cdef double limit = _seconds(timeout, "timeout")
+    return _wait_done(_control(control), target, epfd, evfd, spin, _seconds(timeout, "timeout"))
+
+
+cdef int _wait_done(fa_control *c, int64_t target, int epfd, int evfd, double spin,
+                    double limit) except -1:
+    """:func:`wait_done` (``limit`` < 0: none)."""
     cdef int result
     while True:
         with nogil:
@@ -248,19 +252,55 @@ def take_done(uint8_t[::1] in_flight, const int64_t[::1] tickets, bint in_order)
     return done[:k]
 
 
-def run_and_wait(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, ops,
-                 int64_t completed, int epfd, int evfd, double spin, timeout,
-                 int32_t output=-1):
-    """The synchronous step's round trip: start every env (``ops`` None: all step) or those
-    whose ``ops`` entry is not 0 (that op), with the output slot ``output``, then
-    :func:`wait_done` until all of them are counted past ``completed``. Returns the wait's
-    answer and how many envs were started."""
-    cdef Py_ssize_t n = op.shape[0]
-    cdef int64_t started
-    cdef fa_control *c = _control(control)
-    if tickets.shape[0] != n:
-        raise ValueError(f"tickets has {tickets.shape[0]} envs, op has {n}")
-    cdef const uint8_t *chosen = _chosen(ops, n)
-    with nogil:
-        started = _start(c, &tickets[0], &op[0], chosen, NULL, n, output)
-    return wait_done(control, completed + started, epfd, evfd, spin, timeout), started
+cdef class HotPath:
+    """The synchronous step's round trip over one pool's shared memory, callable from compiled
+    code (the common step, ``_step.pyx``) with no Python between the publish and the results:
+    ``control``, ``tickets`` and ``op`` are the shared columns, ``in_flight`` the pool's (one
+    byte per env), ``epfd`` and ``evfd`` its epoll set and eventfd (:func:`wait_done`),
+    ``timeout`` a step's limit in seconds (None: none). :attr:`collected` counts the
+    completions the pool has taken, the count its waits wait past. After :meth:`close` (the
+    pool's memory and descriptors are gone) nothing may run it: callers check
+    :attr:`closed`."""
+
+    def __init__(self, uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op,
+                 uint8_t[::1] in_flight, int epfd, int evfd, timeout):
+        self.n = op.shape[0]
+        if tickets.shape[0] != self.n or in_flight.shape[0] != self.n:
+            raise ValueError(f"tickets and in_flight must have the {self.n} envs of op")
+        self.c = _control(control)
+        self.tickets, self.op, self.in_flight = &tickets[0], &op[0], &in_flight[0]
+        self.arrays = (control, tickets, op, in_flight)
+        self.epfd, self.evfd = epfd, evfd
+        self.timeout = _seconds(timeout, "timeout")
+        self.collected = 0
+        self.closed = False
+
+    def close(self):
+        """The pool is closed: its memory and descriptors are no longer to be used."""
+        self.closed = True
+        self.arrays = None
+
+    cdef int round_trip(self, const uint8_t *ops, int32_t output) except -1:
+        """Start every env (``ops`` NULL: all step) or those whose ``ops`` entry is not 0
+        (that op), with the output slot ``output``, and wait until all of them are counted.
+        Returns DONE (counted in :attr:`collected`), or EVENT or TIMEOUT with the started envs
+        marked in flight, for the pool to sort out. Ctrl-C raises, the envs mid-step."""
+        cdef Py_ssize_t i
+        cdef int64_t started
+        cdef int found
+        if self.closed:
+            raise ValueError("the pool is closed")
+        with nogil:
+            started = _start(self.c, self.tickets, self.op, ops, NULL, self.n, output)
+        found = _wait_done(self.c, self.collected + started, self.epfd, self.evfd, 0.0,
+                           self.timeout)
+        if found == FA_DONE:
+            self.collected += started
+        else:
+            for i in range(self.n):
+                self.in_flight[i] = ops == NULL or ops[i] != 0
+        return found
+
+    def run_and_wait(self, ops, int32_t output=-1):
+        """:meth:`round_trip` from Python: ``ops`` None or a uint8 array, one per env."""
+        return self.round_trip(_chosen(ops, self.n), output)

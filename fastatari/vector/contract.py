@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import enum
 import functools
-import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, cast
 
 import numpy as np
@@ -15,6 +14,8 @@ from gymnasium import spaces
 from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
                              ResetNeeded)
 from gymnasium.vector import AutoresetMode
+
+from fastatari.vector._step import CallGuard
 
 if TYPE_CHECKING:
     from fastatari.vector.book import EnvBook
@@ -29,43 +30,34 @@ class ConcurrentCallError(RuntimeError):
     """A call made while another thread's call on the same env is running."""
 
 
-class _Caller:
-    """Who is inside an env's calls: a lock taken without waiting, and its holder."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.thread: Optional[int] = None
-        self.call = ""
-
-
-def one_caller(method: F) -> F:
+def one_caller(method: F, call: str = "") -> F:
     """Refuse a call while another thread's call on the same env runs.
 
     A vector env serves one thread at a time, as gymnasium's do; two threads inside it would
     mix their commands in the workers' shared memory. Instead of mixed results or a hang, the
     second caller gets :class:`ConcurrentCallError` at once and the first call goes on
-    untouched. The same thread may re-enter (a ``close()`` from a signal handler).
+    untouched. The same thread may re-enter (a ``close()`` from a signal handler). The guard
+    is the env's ``_caller`` (:class:`~fastatari.vector._step.CallGuard`), which the common
+    step's compiled path enters itself. ``call``: the call's name in the errors (default: the
+    method's).
     """
-    name = method.__name__
+    name = call or method.__name__
 
     @functools.wraps(method)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        caller = self.__dict__.get("_caller") or self.__dict__.setdefault("_caller", _Caller())
-        me = threading.get_ident()
-        if not caller.lock.acquire(blocking=False):
-            if caller.thread == me:
-                return method(self, *args, **kwargs)
+        caller = self.__dict__.get("_caller") or self.__dict__.setdefault("_caller", CallGuard())
+        entered = caller.enter(name)
+        if entered < 0:
             raise ConcurrentCallError(
                 f"{type(self).__name__}.{name}() called while another thread's "
                 f"{caller.call}() is running: a vector env serves one thread at a time (as "
                 f"gymnasium's do); give each thread its own env, or hold a lock around the "
                 f"calls. The env is unchanged.")
-        caller.thread, caller.call = me, name
         try:
             return method(self, *args, **kwargs)
         finally:
-            caller.thread = None
-            caller.lock.release()
+            if entered:
+                caller.leave()
 
     return cast(F, guarded)  # functools.wraps keeps the signature
 

@@ -131,6 +131,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         fails) and start it for ``plan``, unless ``started`` (a Ray actor's front over its
         running pool)."""
         self._state = State.CLOSED  # until construction succeeds
+        self._caller = _step.CallGuard()  # one caller at a time (contract.one_caller)
         config, lineup = plan.config, plan.lineup
         self.plan = plan
         self.executor = executor
@@ -165,7 +166,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                     GAME_KEY, [f.name for f in GAME_FIELDS],
                     self._game_index if lineup.multi else None, plan.num_actions,
                     config.copy, self.options.life_loss_info, _AUTORESET[config.autoreset_mode],
-                    executor.outputs, config.batch_size)
+                    executor, config.batch_size)
         except BaseException:
             self._fast = None  # its views of the shared memory go before the memory does
             executor.close()
@@ -245,39 +246,51 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         return obs, self._info(slice(None), mask)
 
     # -- step, send, recv ----------------------------------------------------------------------
-    @contract.one_caller
     def step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           Dict[str, Any]]:
         """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them.
         Ctrl-C during the step closes the vector env (its envs are mid-step)."""
+        fast, caller = self._fast, self._caller
+        # the common step: one compiled call, under the guard of contract.one_caller
+        if fast is not None and self._state is State.IDLE and caller.enter("step") == 1:
+            try:
+                outcome = fast.step(actions)
+                if isinstance(outcome, tuple):
+                    return outcome
+                if outcome is not None:  # it ran; the general path gives the results
+                    return self._after_round_trip(outcome)
+            except BaseException:
+                self.close()  # the envs are mid-step (this thread may enter close())
+                raise
+            finally:
+                caller.leave()
+        return self._checked_step(actions)  # anything else, with every check
+
+    def _checked_step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray, Dict[str, Any]]:
         self._check_not_async("step")
         self._check_was_reset("step")
         try:
-            return self._step(actions)
-        except KeyboardInterrupt:
-            self.close()
-            raise
-
-    def _step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                           Dict[str, Any]]:
-        executor, fast = self.executor, self._fast
-        if fast is not None and (common := fast.write_actions(actions)) != _step.NOT_COMMON:
-            # the common step, compiled on each side of the wait (and, locally, the wait)
-            replies = executor.run_and_collect(None if common == _step.ALL_STEP else fast.ops,
-                                               fast.output)
-            if not replies:  # no fault
-                results = fast.results()
-                # None: a final observation (same-step autoreset), which the general path gives
-                return self._results(slice(None)) if results is None else results
-        else:
             actions = self.plan.check_actions(actions, self.num_envs)
             self._check_not_ended(self._all_ids)
             self._buf.action[:] = actions
             if self.book.all_plain():
-                replies = executor.run_and_collect(None)  # every env steps
+                replies = self.executor.run_and_collect(None)  # every env steps
             else:
                 self._dispatch(self._all_ids)
-                replies = executor.collect()
+                replies = self.executor.collect()
+            return self._after_round_trip(replies)
+        except KeyboardInterrupt:
+            self.close()
+            raise
+
+    _checked_step = contract.one_caller(_checked_step, call="step")
+
+    def _after_round_trip(self, replies: List[Reply]) -> Tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray, np.ndarray,
+                                                               Dict[str, Any]]:
+        """A step's results after its round trip, which saw ``replies``."""
+        executor = self.executor
         while executor.busy():  # a fault answered early: the others are still running
             replies += executor.collect()
         # the envs' phases matter only between send() and recv(): a step only applies faults

@@ -27,6 +27,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from fastatari.core.snapshot import GameState
+from fastatari.vector._wait import HotPath
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Reply, ReplyKind, ResetRequest
 
@@ -128,6 +129,18 @@ class Executor(abc.ABC):
     def outputs(self) -> Tuple[np.ndarray, ...]:
         """Output slots that :meth:`run` writes (none: the front copies the observations)."""
         return ()
+
+    @property
+    def hot_path(self) -> Optional[HotPath]:
+        """The synchronous step's round trip as compiled code (the local pool's, on Linux),
+        which the front's common step runs itself, calling :meth:`after_round_trip` when its
+        wait ends otherwise than DONE; None: the front calls :meth:`run_and_collect`."""
+        return None
+
+    def after_round_trip(self, found: int) -> List[Reply]:
+        """The rest of a round trip of :attr:`hot_path` whose wait answered ``found``: the
+        envs still owed are collected; returns what else happened (restarts)."""
+        raise NotImplementedError("this executor has no hot path")
 
     @abc.abstractmethod
     def busy(self) -> bool:

@@ -85,6 +85,7 @@ class _Resources:
         self.buffers: Optional[SharedBuffers] = buffers
         self.firsts = firsts  # each worker's first env: where its pending word lives
         self.workers: List[Optional[WorkerProcess]] = []
+        self.hot_path: Optional[_wait.HotPath] = None
         self.wake_fd = -1
         self.epoll: Optional[select.epoll] = None
         if not PORTABLE_WAITS:
@@ -93,6 +94,8 @@ class _Resources:
             self.epoll.register(self.wake_fd, select.EPOLLIN)
 
     def release(self) -> None:
+        if self.hot_path is not None:
+            self.hot_path.close()  # before its memory and descriptors go
         buffers = self.buffers
         for k, worker in enumerate(self.workers):
             if worker is not None:
@@ -161,9 +164,12 @@ class WorkerPool(Executor):
         for k, block in enumerate(self.blocks):
             self._owner[block] = k
         self._in_flight = np.zeros(plan.num_envs, bool)  # sent, not collected (nor dropped)
-        self._collected = 0  # completions taken by collect(): the count it waits past
         self._spins = _wait.SpinRule(SPIN_SECONDS, probe=SPIN_PROBE)
         self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
+        # the round trip, and the count of completions taken (the one every wait waits past)
+        self._hot = self._res.hot_path = _wait.HotPath(
+            buffers.control, buffers.ticket, buffers.op, self._in_flight.view(np.uint8),
+            self._epfd, self._res.wake_fd, self.timeout)
 
     # -- life ---------------------------------------------------------------------------------
     def start(self, resets: Sequence[ResetRequest] = (), restarted: bool = False) -> None:
@@ -208,6 +214,10 @@ class WorkerPool(Executor):
     def outputs(self) -> Tuple[np.ndarray, ...]:
         return self.buffers.outputs
 
+    @property
+    def hot_path(self) -> Optional[_wait.HotPath]:
+        return None if PORTABLE_WAITS else self._hot  # (the portable waits look at pipes)
+
     def run(self, ops: Optional[np.ndarray], output: int = -1) -> None:
         # the ops name the envs (IDLE for the others): one compiled pass
         _wait.start(self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
@@ -224,7 +234,7 @@ class WorkerPool(Executor):
         in_flight = int(np.count_nonzero(self._in_flight))
         want = in_flight if at_least is None else min(at_least, in_flight)
         try:
-            found = self._wait_done(self._collected + want, deadline(self.timeout))
+            found = self._wait_done(self._hot.collected + want, deadline(self.timeout))
         except BaseException:
             self.close()
             raise
@@ -236,16 +246,14 @@ class WorkerPool(Executor):
         if PORTABLE_WAITS:
             return super().run_and_collect(ops, output)
         try:
-            found, started = _wait.run_and_wait(
-                self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
-                self._collected, self._epfd, self._res.wake_fd, 0.0, self.timeout, output)
+            found = self._hot.run_and_wait(ops, output)
         except BaseException:
             self.close()
             raise
-        if found == _wait.DONE:  # (no reply built: the trainer has just woken, its caches cold)
-            self._collected += started
-            return []
-        self._in_flight[:] = True if ops is None else ops != Op.IDLE
+        # (no reply built when all went well: the trainer has just woken, its caches cold)
+        return [] if found == _wait.DONE else self.after_round_trip(found)
+
+    def after_round_trip(self, found: int) -> List[Reply]:
         replies = self._after_wait(found, None)
         while self.busy():
             replies += self.collect()
@@ -268,7 +276,7 @@ class WorkerPool(Executor):
         # with at_least: a batch of the first to finish, in that order
         done = _wait.take_done(self._in_flight.view(np.uint8), self.buffers.ticket,
                                at_least is not None)
-        self._collected += done.size
+        self._hot.collected += done.size
         return [Reply(ReplyKind.DONE, envs=done, source="workers")] + replies
 
     def _wait_done(self, target: int, until: Optional[float]) -> int:

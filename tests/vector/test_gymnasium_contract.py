@@ -203,10 +203,24 @@ def test_ram_info_is_batched_like_the_other_info_keys():
 
 
 # -- one caller at a time ----------------------------------------------------------------------
-def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
+class _Held:
+    """The compiled common step, paused at its start until ``release`` is set."""
+
+    def __init__(self, fast, inside, release):
+        self.fast, self.inside, self.release = fast, inside, release
+
+    def step(self, actions):
+        self.inside.set()
+        self.release.wait(30)
+        return self.fast.step(actions)
+
+
+@pytest.mark.parametrize("path", ["compiled", "general"])
+def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact(path):
     """gymnasium's vector envs are not thread-safe; fastatari's says so: a call while another
     thread's call runs raises ConcurrentCallError at once (no mixed results, no hang), and
-    the running call finishes as if alone."""
+    the running call finishes as if alone; on the common step's compiled path and on the
+    general one."""
     import threading
 
     from fastatari.vector.contract import ConcurrentCallError
@@ -216,14 +230,18 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
             make_vec("breakout", 2, num_workers=2, **KW) as twin:
         envs.reset(seed=1)
         twin.reset(seed=1)
-        round_trip = envs.executor.run_and_collect
+        round_trip, fast = envs.executor.run_and_collect, envs._fast
 
         def held_round_trip(*args):  # the first caller pauses inside its step
             inside.set()
             release.wait(30)
             return round_trip(*args)
 
-        envs.executor.run_and_collect = held_round_trip
+        if path == "compiled":
+            envs._fast = _Held(fast, inside, release)
+        else:
+            envs._fast = None
+            envs.executor.run_and_collect = held_round_trip
         got = {}
         first = threading.Thread(target=lambda: got.update(step=envs.step(np.ones(2, int))))
         first.start()
@@ -235,7 +253,7 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact():
                 call()
         release.set()
         first.join(30)
-        envs.executor.run_and_collect = round_trip
+        envs.executor.run_and_collect, envs._fast = round_trip, fast
         assert not envs.closed
         want = twin.step(np.ones(2, int))
         for a, b in zip(got["step"][:4], want[:4], strict=True):
