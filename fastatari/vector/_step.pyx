@@ -36,7 +36,7 @@ cdef enum:
 NOT_COMMON, ALL_STEP, SOME_RESET = _NOT_COMMON, _ALL_STEP, _SOME_RESET
 
 cdef uint8_t OP_STEP = 1, OP_RESET = 2  # messages.Op
-cdef uint8_t IDLE = 0, IN_FLIGHT = 1  # contract.Phase
+cdef uint8_t IDLE = 0, IN_FLIGHT = 1, ANSWERED = 2  # contract.Phase
 #: Sets of the arrays a step (or a recv of a whole batch) returns, reused once no caller
 #: holds them.
 cdef int RESULT_SLOTS = 3
@@ -221,6 +221,9 @@ cdef class CommonStep:
     cdef tuple fields, game_columns, outputs, step_slots, batch_slots
     cdef object executor
     cdef HotPath hot
+    cdef Py_ssize_t batch_size
+    #: After a compiled ``recv``: the envs sent and not yet returned.
+    cdef readonly Py_ssize_t in_flight
     cdef object game_mask_key
     cdef Py_ssize_t idle_refs
     cdef readonly int output
@@ -256,6 +259,7 @@ cdef class CommonStep:
         self.track_ended = autoreset != "same_step"  # ended envs matter at the next step
         self.reset_ended = autoreset == "next_step"
         self.executor, self.hot = executor, executor.hot_path
+        self.batch_size, self.in_flight = batch_size, 0
         outputs = executor.outputs
         self.outputs = outputs if copy else ()
         self.output = -1
@@ -278,17 +282,18 @@ cdef class CommonStep:
                 return <int>k
         return -1
 
+    cdef bint _closed(self) except -1:
+        return self.executor.closed if self.hot is None else self.hot.closed
+
     def step(self, actions):
         """The synchronous common step, whole: :meth:`write_actions`, the executor's round
         trip (compiled: its ``hot_path``) and :meth:`results`. Returns the step's results; a
         list of replies when the round trip ran but only the general path gives the results
-        (the replies other than DONE to apply: a restart; none: a final observation); None,
-        having run nothing, when it is not the common step or the executor is closed."""
+        (a fault: the replies seen, the envs still owed not yet collected; none: a final
+        observation); None, having run nothing, when it is not the common step or the
+        executor is closed."""
         cdef int common, found
-        if self.hot is None:
-            if self.executor.closed:
-                return None
-        elif self.hot.closed:
+        if self._closed():
             return None
         common = self._write_actions(actions)
         if common == _NOT_COMMON:
@@ -297,7 +302,7 @@ cdef class CommonStep:
             found = self.hot.round_trip(NULL if common == _ALL_STEP else &self.ops_v[0],
                                         self.output)
             if found != FA_DONE:
-                return self.executor.after_round_trip(found)
+                return self.executor.after_wait(found)
         else:
             replies = self.executor.run_and_collect(None if common == _ALL_STEP else self.ops,
                                                     self.output)
@@ -305,6 +310,53 @@ cdef class CommonStep:
                 return replies
         results = self._results(None)
         return [] if results is None else results
+
+    def send(self, actions, env_ids):
+        """The async common send, whole: :meth:`write_send`, then the executor starts the
+        envs. True when sent; False, having changed nothing, when it is not the common send
+        or the executor is closed."""
+        if self._closed() or self._write_send(actions, env_ids) is None:
+            return False
+        if self.hot is not None:
+            self.hot.start(&self.ops_v[0], -1, True)
+        else:
+            self.executor.run(self.ops)
+        return True
+
+    def recv(self):
+        """The async common recv, whole: wait for the first ``batch_size`` envs to finish
+        (fewer if fewer are in flight), take them and :meth:`results` with
+        ``info["env_id"]``, the envs idle again. Returns the results (:attr:`in_flight`: the
+        envs still sent and not returned); a list of replies when it waited and a fault came
+        (to apply: the general path goes on); None, having done nothing, when the general path
+        must: no compiled wait (``hot_path``), a closed executor, envs answered and not yet
+        returned (its queue), or results that only it gives (a final observation, a restart to
+        report: the envs taken are put back)."""
+        cdef Py_ssize_t i, want, sent = 0
+        cdef int found
+        if self.hot is None or self.hot.closed or self.batch_size == 0:
+            return None
+        for i in range(self.n):
+            if self.phase[i] == ANSWERED:
+                return None
+            sent += self.phase[i] != IDLE
+        want = min(self.batch_size, sent)
+        if want == 0:
+            return None
+        found = self.hot.wait(self.hot.collected + want, self.hot.timeout)
+        if found != FA_DONE:
+            return self.executor.after_wait(found, want)
+        ids = self.hot.take(True, want)
+        results = self._results(ids)
+        if results is None:
+            self.hot.untake(ids)
+            return None
+        cdef const int64_t[::1] taken = ids
+        for i in range(want):
+            self.phase[taken[i]] = IDLE
+        self.in_flight = sent - want
+        (<dict>results[4])["env_id"] = ids
+        return results
 
     def write_actions(self, actions):
         """Check ``actions`` and, for the common step, write them and each env's op
@@ -351,6 +403,9 @@ cdef class CommonStep:
         run. None for anything else (another dtype or shape, an id out of range, repeated,
         busy or with a restart to report, an action out of range, an ended episode without
         next-step autoreset), with nothing written: the general path then raises or sends."""
+        return self._write_send(actions, env_ids)
+
+    cdef _write_send(self, actions, env_ids):
         cdef Py_ssize_t i, j, k
         cdef int64_t a, limit = self.num_actions
         cdef const int64_t[::1] given, sel

@@ -5,6 +5,14 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from fastatari.vector.fa_wait cimport fa_control
 
 
+cdef class SpinRule:
+    cdef readonly double seconds
+    cdef int patience, probe, long_waits, since_probe
+
+    cpdef double spin(self)
+    cpdef void waited(self, double seconds)
+
+
 cdef class HotPath:
     cdef fa_control *c
     cdef int64_t *tickets
@@ -13,8 +21,13 @@ cdef class HotPath:
     cdef Py_ssize_t n
     cdef int epfd, evfd
     cdef double timeout
+    cdef SpinRule spins
     cdef object arrays  # what the pointers point into, kept alive
     cdef public int64_t collected
     cdef readonly bint closed
 
+    cdef int64_t start(self, const uint8_t *ops, int32_t output, bint mark) noexcept nogil
+    cdef int wait(self, int64_t target, double limit) except -1
+    cdef take(self, bint in_order, Py_ssize_t limit)
+    cdef void untake(self, const int64_t[::1] ids)
     cdef int round_trip(self, const uint8_t *ops, int32_t output) except -1

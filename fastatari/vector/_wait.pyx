@@ -18,6 +18,7 @@ from fastatari.vector.fa_wait cimport (
     fa_completed,
     fa_control,
     fa_fast_waits,
+    fa_seconds,
     fa_generation,
     fa_output,
     fa_publish,
@@ -108,9 +109,6 @@ cdef class SpinRule:
     ``probe``, every ``probe``-th of those spins anyway (0: never; where the caller measures
     from elsewhere, as a worker from its last answer, it needs none)."""
 
-    cdef readonly double seconds
-    cdef int patience, probe, long_waits, since_probe
-
     def __init__(self, double seconds, int patience=3, int probe=0):
         if not seconds >= 0 or patience < 1 or probe < 0:
             raise ValueError(f"SpinRule needs seconds >= 0, patience >= 1 and probe >= 0, got "
@@ -166,28 +164,6 @@ def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd)
     fa_complete(_control(control), &tickets[i], evfd)
 
 
-cdef int64_t _start(fa_control *c, int64_t *tickets, uint8_t *op, const uint8_t *chosen,
-                    uint8_t *in_flight, Py_ssize_t n, int32_t output) noexcept nogil:
-    """Start the envs whose ``chosen`` op is not 0 (``chosen`` NULL: every env, a step): no
-    ticket yet and the output slot, then (after the fence) the op, and in flight where
-    ``in_flight`` is given; one publish for all. Returns how many were started."""
-    cdef Py_ssize_t i
-    cdef int64_t started = 0
-    for i in range(n):
-        if chosen == NULL or chosen[i]:
-            tickets[i] = -1
-    fa_set_output(c, output)
-    fa_release_fence()  # the actions and tickets before the ops that name them
-    for i in range(n):
-        if chosen == NULL or chosen[i]:
-            op[i] = 1 if chosen == NULL else chosen[i]  # 1: messages.Op.STEP
-            if in_flight != NULL:
-                in_flight[i] = 1
-            started += 1
-    fa_publish(c)
-    return started
-
-
 cdef const uint8_t *_chosen(ops, Py_ssize_t n) except? NULL:
     """``ops`` (one per env, 0 where none) as a pointer, valid while the caller holds ``ops``;
     NULL for None (every env steps)."""
@@ -197,20 +173,6 @@ cdef const uint8_t *_chosen(ops, Py_ssize_t n) except? NULL:
     if chosen.shape[0] != n:
         raise ValueError(f"ops has {chosen.shape[0]} envs, op has {n}")
     return &chosen[0]
-
-
-def start(uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op, ops,
-          uint8_t[::1] in_flight, int32_t output=-1):
-    """Start the envs whose ``ops`` entry is not 0 (``ops`` None: every env steps), marking
-    them ``in_flight``, their observations also copied into output slot ``output`` (-1:
-    none); one publish for all."""
-    cdef Py_ssize_t n = op.shape[0]
-    cdef fa_control *c = _control(control)
-    if tickets.shape[0] != n or in_flight.shape[0] != n:
-        raise ValueError(f"tickets and in_flight must have the {n} envs of op")
-    cdef const uint8_t *chosen = _chosen(ops, n)
-    with nogil:
-        _start(c, &tickets[0], &op[0], chosen, &in_flight[0], n, output)
 
 
 ctypedef struct _Done:
@@ -223,47 +185,20 @@ cdef int _by_ticket(const void *a, const void *b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-def take_done(uint8_t[::1] in_flight, const int64_t[::1] tickets, bint in_order):
-    """The envs in flight whose ticket is set (their results are written), no longer in
-    flight: in env order, or with ``in_order`` in the order they finished."""
-    cdef Py_ssize_t i, k = 0, n = in_flight.shape[0]
-    if tickets.shape[0] != n:
-        raise ValueError(f"tickets has {tickets.shape[0]} envs, in_flight has {n}")
-    done = np.empty(n, np.int64)
-    cdef int64_t[::1] out = done
-    cdef _Done *pairs
-    with nogil:
-        for i in range(n):
-            if in_flight[i] and tickets[i] >= 0:
-                in_flight[i] = 0
-                out[k] = i
-                k += 1
-    if in_order and k > 1:
-        pairs = <_Done *>malloc(k * sizeof(_Done))  # (a structured NumPy array: 2 us more)
-        if pairs == NULL:
-            raise MemoryError()
-        with nogil:
-            for i in range(k):
-                pairs[i].ticket, pairs[i].env = tickets[out[i]], out[i]
-            qsort(pairs, k, sizeof(_Done), _by_ticket)
-            for i in range(k):
-                out[i] = pairs[i].env
-        free(pairs)
-    return done[:k]
-
-
 cdef class HotPath:
-    """The synchronous step's round trip over one pool's shared memory, callable from compiled
-    code (the common step, ``_step.pyx``) with no Python between the publish and the results:
+    """One pool's step through shared memory, as compiled code: start envs, wait for their
+    completions, take the envs done. The common step (``_step.pyx``) runs it with no Python
+    between the publish and its results; the pool runs it from Python.
+
     ``control``, ``tickets`` and ``op`` are the shared columns, ``in_flight`` the pool's (one
-    byte per env), ``epfd`` and ``evfd`` its epoll set and eventfd (:func:`wait_done`),
-    ``timeout`` a step's limit in seconds (None: none). :attr:`collected` counts the
-    completions the pool has taken, the count its waits wait past. After :meth:`close` (the
-    pool's memory and descriptors are gone) nothing may run it: callers check
-    :attr:`closed`."""
+    byte per env: started, not taken), ``epfd`` and ``evfd`` its epoll set and eventfd
+    (:func:`wait_done`), ``timeout`` a wait's limit in seconds (None: none), ``spins`` the rule
+    of the waits' spins. :attr:`collected` counts the completions taken, the count every wait
+    waits past. After :meth:`close` (the pool's memory and descriptors are gone) nothing may
+    run it: callers look at :attr:`closed` first."""
 
     def __init__(self, uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op,
-                 uint8_t[::1] in_flight, int epfd, int evfd, timeout):
+                 uint8_t[::1] in_flight, int epfd, int evfd, timeout, SpinRule spins):
         self.n = op.shape[0]
         if tickets.shape[0] != self.n or in_flight.shape[0] != self.n:
             raise ValueError(f"tickets and in_flight must have the {self.n} envs of op")
@@ -272,6 +207,7 @@ cdef class HotPath:
         self.arrays = (control, tickets, op, in_flight)
         self.epfd, self.evfd = epfd, evfd
         self.timeout = _seconds(timeout, "timeout")
+        self.spins = spins
         self.collected = 0
         self.closed = False
 
@@ -280,18 +216,104 @@ cdef class HotPath:
         self.closed = True
         self.arrays = None
 
+    cdef int64_t start(self, const uint8_t *ops, int32_t output, bint mark) noexcept nogil:
+        """Start the envs whose ``ops`` entry is not 0 (that op; ``ops`` NULL: every env
+        steps), their observations also copied into output slot ``output`` (-1: none): no
+        ticket yet and the slot, then (after the fence) the ops, and with ``mark`` in flight;
+        one publish for all. Returns how many were started."""
+        cdef Py_ssize_t i
+        cdef int64_t started = 0
+        for i in range(self.n):
+            if ops == NULL or ops[i]:
+                self.tickets[i] = -1
+        fa_set_output(self.c, output)
+        fa_release_fence()  # the actions and tickets before the ops that name them
+        for i in range(self.n):
+            if ops == NULL or ops[i]:
+                self.op[i] = 1 if ops == NULL else ops[i]  # 1: messages.Op.STEP
+                if mark:
+                    self.in_flight[i] = 1
+                started += 1
+        fa_publish(self.c)
+        return started
+
+    def run(self, ops, int32_t output=-1):
+        """:meth:`start` from Python, marking the envs in flight: ``ops`` None or a uint8
+        array, one per env."""
+        cdef const uint8_t *chosen = _chosen(ops, self.n)
+        if self.closed:
+            raise ValueError("the pool is closed")
+        with nogil:
+            self.start(chosen, output, True)
+
+    cdef int wait(self, int64_t target, double limit) except -1:
+        """:func:`wait_done` until ``target`` completions, for at most ``limit`` seconds (< 0:
+        no limit), spinning first as :attr:`spins` says, and telling it how long it took."""
+        cdef double began = fa_seconds()
+        cdef int found = _wait_done(self.c, target, self.epfd, self.evfd, self.spins.spin(),
+                                    limit)
+        self.spins.waited(fa_seconds() - began)
+        return found
+
+    def wait_done(self, int64_t target, timeout):
+        """:meth:`wait` from Python (``timeout`` None: no limit)."""
+        if self.closed:
+            raise ValueError("the pool is closed")
+        return self.wait(target, _seconds(timeout, "timeout"))
+
+    cdef take(self, bint in_order, Py_ssize_t limit):
+        """The envs in flight whose ticket is set (their results are written), no longer in
+        flight and counted in :attr:`collected`: in env order, or with ``in_order`` in the
+        order they finished; with ``limit`` >= 0 only the first ``limit`` to finish (the others
+        stay in flight, for the next take)."""
+        cdef Py_ssize_t i, k = 0
+        done = np.empty(self.n, np.int64)
+        cdef int64_t[::1] out = done
+        cdef _Done *pairs
+        for i in range(self.n):
+            if self.in_flight[i] and self.tickets[i] >= 0:
+                out[k] = i
+                k += 1
+        if (in_order or 0 <= limit < k) and k > 1:
+            pairs = <_Done *>malloc(k * sizeof(_Done))  # (a structured NumPy array: 2 us more)
+            if pairs == NULL:
+                raise MemoryError()
+            for i in range(k):
+                pairs[i].ticket, pairs[i].env = self.tickets[out[i]], out[i]
+            qsort(pairs, k, sizeof(_Done), _by_ticket)
+            for i in range(k):
+                out[i] = pairs[i].env
+            free(pairs)
+        if 0 <= limit < k:
+            k = limit
+        for i in range(k):
+            self.in_flight[out[i]] = 0
+        self.collected += k
+        return done[:k]
+
+    def take_done(self, bint in_order, Py_ssize_t limit=-1):
+        """:meth:`take` from Python."""
+        return self.take(in_order, limit)
+
+    cdef void untake(self, const int64_t[::1] ids):
+        """Put back what :meth:`take` returned (``ids``): in flight, done, not collected."""
+        cdef Py_ssize_t j
+        for j in range(ids.shape[0]):
+            self.in_flight[ids[j]] = 1
+        self.collected -= ids.shape[0]
+
     cdef int round_trip(self, const uint8_t *ops, int32_t output) except -1:
-        """Start every env (``ops`` NULL: all step) or those whose ``ops`` entry is not 0
-        (that op), with the output slot ``output``, and wait until all of them are counted.
-        Returns DONE (counted in :attr:`collected`), or EVENT or TIMEOUT with the started envs
-        marked in flight, for the pool to sort out. Ctrl-C raises, the envs mid-step."""
+        """The synchronous step's round trip: :meth:`start` (``ops``, ``output``) and wait
+        until all of the envs started are counted, without a spin (every env emulates a step
+        after the publish, 100 us or more). Returns DONE (counted in :attr:`collected`), or
+        EVENT or TIMEOUT with the envs started marked in flight, for the pool to sort out."""
         cdef Py_ssize_t i
         cdef int64_t started
         cdef int found
         if self.closed:
             raise ValueError("the pool is closed")
         with nogil:
-            started = _start(self.c, self.tickets, self.op, ops, NULL, self.n, output)
+            started = self.start(ops, output, False)
         found = _wait_done(self.c, self.collected + started, self.epfd, self.evfd, 0.0,
                            self.timeout)
         if found == FA_DONE:

@@ -298,31 +298,60 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.book.all_idle()
         return self._results(slice(None))
 
-    @contract.one_caller
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start stepping ``env_ids`` (default: all) with ``actions``; :meth:`recv` collects.
 
         Envs not named here stay paused. An env whose result has not been returned by
         :meth:`recv` yet cannot be sent again (``AlreadyPendingCallError``).
         """
+        fast, caller, state = self._fast, self._caller, self._state
+        # the common send: one compiled call, under the guard of contract.one_caller
+        if fast is not None and (state is State.IDLE or state is State.ASYNC) \
+                and caller.enter("send") == 1:
+            try:
+                if fast.send(actions, env_ids):
+                    self._state = State.ASYNC
+                    return
+            finally:
+                caller.leave()
+        self._checked_send(actions, env_ids)  # anything else, with every check
+
+    def _checked_send(self, actions: Any, env_ids: Any) -> None:
         self._check_open()
         self._check_was_reset("send")
-        fast = self._fast
-        if fast is not None and (ids := fast.write_send(actions, env_ids)) is not None:
-            self.executor.run(fast.ops)  # the common send, checked and written
-        else:
-            ids = self._check_env_ids(env_ids)
-            actions = self.plan.check_actions(actions, ids.size)
-            self.book.check_idle(ids, "send")
-            self._check_not_ended(ids)
-            self._buf.action[ids] = actions
-            self._dispatch(ids)
+        ids = self._check_env_ids(env_ids)
+        actions = self.plan.check_actions(actions, ids.size)
+        self.book.check_idle(ids, "send")
+        self._check_not_ended(ids)
+        self._buf.action[ids] = actions
+        self._dispatch(ids)
         self._state = State.ASYNC
 
-    @contract.one_caller
+    _checked_send = contract.one_caller(_checked_send, call="send")
+
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
         their ids in ``info["env_id"]``."""
+        fast, caller = self._fast, self._caller
+        # the common recv: one compiled call, under the guard of contract.one_caller
+        if fast is not None and self._state is State.ASYNC and caller.enter("recv") == 1:
+            try:
+                outcome = fast.recv()
+                if isinstance(outcome, tuple):
+                    if not fast.in_flight:
+                        self._state = State.IDLE  # everything sent was returned
+                    return outcome
+                if outcome is not None:  # it waited, and a fault came: the general path goes on
+                    self._apply_all(outcome)
+                    return self._recv()
+            except BaseException:
+                self.close()  # a wait cut short (Ctrl-C): the envs are mid-step
+                raise
+            finally:
+                caller.leave()
+        return self._checked_recv()  # anything else, with every check
+
+    def _recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         self._check_async()
         book = self.book
         want = min(self.batch_size, book.in_flight())
@@ -336,6 +365,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             else results
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
+
+    _checked_recv = contract.one_caller(_recv, call="recv")
 
     def _dispatch(self, ids: np.ndarray) -> None:
         """Run ``ids``: autoreset ones reset, others step (restarted ones answer at once)."""

@@ -132,14 +132,16 @@ class Executor(abc.ABC):
 
     @property
     def hot_path(self) -> Optional[HotPath]:
-        """The synchronous step's round trip as compiled code (the local pool's, on Linux),
-        which the front's common step runs itself, calling :meth:`after_round_trip` when its
-        wait ends otherwise than DONE; None: the front calls :meth:`run_and_collect`."""
+        """Its starts, waits and takes as compiled code (the local pool's, on Linux), which the
+        front's common step, send and recv run themselves, calling :meth:`after_wait` when a
+        wait ends otherwise than DONE; None: the front calls :meth:`run`, :meth:`collect` and
+        :meth:`run_and_collect`."""
         return None
 
-    def after_round_trip(self, found: int) -> List[Reply]:
-        """The rest of a round trip of :attr:`hot_path` whose wait answered ``found``: the
-        envs still owed are collected; returns what else happened (restarts)."""
+    def after_wait(self, found: int, at_least: Optional[int] = None) -> List[Reply]:
+        """The replies after a wait of :attr:`hot_path` that answered ``found`` (a fault):
+        the envs done (with ``at_least``, in the order they finished), then the units
+        replaced; call :meth:`collect` for the rest while :meth:`busy`."""
         raise NotImplementedError("this executor has no hot path")
 
     @abc.abstractmethod

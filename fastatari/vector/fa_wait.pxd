@@ -15,6 +15,7 @@ cdef extern from "fa_wait.h" nogil:
     int FA_FAILED
 
     int fa_fast_waits()
+    double fa_seconds()
     void fa_release_fence()
     void fa_publish(fa_control *c)
     void fa_set_output(fa_control *c, int32_t slot)

@@ -166,10 +166,10 @@ class WorkerPool(Executor):
         self._in_flight = np.zeros(plan.num_envs, bool)  # sent, not collected (nor dropped)
         self._spins = _wait.SpinRule(SPIN_SECONDS, probe=SPIN_PROBE)
         self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
-        # the round trip, and the count of completions taken (the one every wait waits past)
+        # starts, waits, takes; and the count of completions taken (what every wait waits past)
         self._hot = self._res.hot_path = _wait.HotPath(
             buffers.control, buffers.ticket, buffers.op, self._in_flight.view(np.uint8),
-            self._epfd, self._res.wake_fd, self.timeout)
+            self._epfd, self._res.wake_fd, self.timeout, self._spins)
 
     # -- life ---------------------------------------------------------------------------------
     def start(self, resets: Sequence[ResetRequest] = (), restarted: bool = False) -> None:
@@ -219,9 +219,7 @@ class WorkerPool(Executor):
         return None if PORTABLE_WAITS else self._hot  # (the portable waits look at pipes)
 
     def run(self, ops: Optional[np.ndarray], output: int = -1) -> None:
-        # the ops name the envs (IDLE for the others): one compiled pass
-        _wait.start(self.buffers.control, self.buffers.ticket, self.buffers.op, ops,
-                    self._in_flight.view(np.uint8), output)
+        self._hot.run(ops, output)  # the ops name the envs (IDLE for the others)
 
     def busy(self) -> bool:
         return bool(self._in_flight.any())
@@ -238,7 +236,7 @@ class WorkerPool(Executor):
         except BaseException:
             self.close()
             raise
-        return self._after_wait(found, at_least)
+        return self.after_wait(found, at_least)
 
     def run_and_collect(self, ops: Optional[np.ndarray], output: int = -1) -> List[Reply]:
         """The synchronous step's round trip, one compiled call when nothing goes wrong: run
@@ -250,16 +248,14 @@ class WorkerPool(Executor):
         except BaseException:
             self.close()
             raise
-        # (no reply built when all went well: the trainer has just woken, its caches cold)
-        return [] if found == _wait.DONE else self.after_round_trip(found)
-
-    def after_round_trip(self, found: int) -> List[Reply]:
-        replies = self._after_wait(found, None)
+        if found == _wait.DONE:  # (no reply built: the trainer has just woken, its caches cold)
+            return []
+        replies = self.after_wait(found)
         while self.busy():
             replies += self.collect()
         return faults(replies)
 
-    def _after_wait(self, found: int, at_least: Optional[int]) -> List[Reply]:
+    def after_wait(self, found: int, at_least: Optional[int] = None) -> List[Reply]:
         """The replies after a wait that answered ``found``: the done envs, then the workers
         replaced (their pipe spoke, or they hung)."""
         replies: List[Reply] = []
@@ -274,26 +270,23 @@ class WorkerPool(Executor):
             self.close()
             raise
         # with at_least: a batch of the first to finish, in that order
-        done = _wait.take_done(self._in_flight.view(np.uint8), self.buffers.ticket,
-                               at_least is not None)
-        self._hot.collected += done.size
+        done = self._hot.take_done(at_least is not None)
         return [Reply(ReplyKind.DONE, envs=done, source="workers")] + replies
 
     def _wait_done(self, target: int, until: Optional[float]) -> int:
         """DONE when ``target`` completions are counted; EVENT when a worker's pipe is ready;
         TIMEOUT at the deadline. It spins first as its :class:`~fastatari.vector._wait.SpinRule`
         says, and tells the rule how long it waited."""
+        if not PORTABLE_WAITS:  # on the eventfd and the pipes
+            return self._hot.wait_done(target, remaining(until))
         start = time.perf_counter()
-        found = self._wait_for(target, until, self._spins.spin())
+        found = self._nap_until(target, until, self._spins.spin())
         self._spins.waited(time.perf_counter() - start)
         return found
 
-    def _wait_for(self, target: int, until: Optional[float], spin: float) -> int:
-        """:meth:`_wait_done`'s wait, spinning ``spin`` seconds first: on the eventfd and the
-        pipes, or in naps between looks at the pipes (the portable waits)."""
-        if not PORTABLE_WAITS:
-            return _wait.wait_done(self.buffers.control, target, self._epfd, self._res.wake_fd,
-                                   spin, remaining(until))
+    def _nap_until(self, target: int, until: Optional[float], spin: float) -> int:
+        """The portable waits: after a spin of ``spin`` seconds, naps between looks at the
+        pipes."""
         while True:
             left = remaining(until)
             nap = NAP_SLICE_SECONDS if left is None else min(NAP_SLICE_SECONDS, left)

@@ -71,10 +71,11 @@ def test_claim_takes_an_op_once():
 def test_every_start_names_its_output_slot():
     control, tickets = control_words(), np.zeros(3, np.int64)
     op, in_flight = np.zeros(3, np.uint8), np.zeros(3, np.uint8)
-    _wait.start(control, tickets, op, np.array([0, 2, 0], np.uint8), in_flight, 1)
+    hot = _wait.HotPath(control, tickets, op, in_flight, -1, -1, None, _wait.SpinRule(0.0))
+    hot.run(np.array([0, 2, 0], np.uint8), 1)
     assert _wait.output(control) == 1 and op.tolist() == [0, 2, 0]
     assert in_flight.tolist() == [0, 1, 0] and tickets[1] == -1 and generation(control) == 1
-    _wait.start(control, tickets, op, None, in_flight)  # none named: none
+    hot.run(None)  # none named: none
     assert _wait.output(control) == -1 and op.tolist() == [1, 1, 1]
 
 

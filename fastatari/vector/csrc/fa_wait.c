@@ -85,6 +85,8 @@ static void nap(void)
 }
 #endif
 
+double fa_seconds(void) { return (double)now_ns() * 1e-9; }
+
 #if defined(__linux__)
 #include <errno.h>
 #include <linux/futex.h>

@@ -49,6 +49,8 @@ typedef struct fa_control {
 
 /* 1 where the waits sleep on futex/eventfd/epoll (Linux); 0 where they nap. */
 int fa_fast_waits(void);
+/* A monotonic clock, in seconds (how long a wait lasted). */
+double fa_seconds(void);
 
 /* trainer */
 void fa_release_fence(void);     /* between writing actions and writing the ops that name them */
