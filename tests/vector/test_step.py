@@ -57,6 +57,9 @@ def test_the_compiled_step_gives_the_general_paths_results(kwargs):
         compiled.reset(seed=5)
         general.reset(seed=5)
         actions = np.random.default_rng(1).integers(0, compiled.single_action_space.n, (400, 4))
+        general_steps = []
+        checked = compiled._checked_step
+        compiled._checked_step = lambda a: general_steps.append(a) or checked(a)
         games = 0
         for t, a in enumerate(actions):
             ours, theirs = compiled.step(a), general.step(a)
@@ -64,6 +67,7 @@ def test_the_compiled_step_gives_the_general_paths_results(kwargs):
                 same(x, y, f"step {t}, item {k}")
             games += int("game" in theirs[4])
         assert games > 0  # finished games went through the compiled path's statistics
+        assert not general_steps  # every step was one compiled call
 
 
 def test_held_observations_stay_as_returned():
@@ -193,13 +197,16 @@ def test_the_compiled_send_and_recv_give_the_general_paths_results(kwargs):
         general._fast = None
         compiled.reset(seed=5)
         general.reset(seed=5)
-        general_calls = []
-        results = compiled._results
+        general_calls, general_recvs = [], []
+        results, checked = compiled._results, compiled._checked_recv
         compiled._results = lambda sel: general_calls.append(sel) or results(sel)
+        compiled._checked_recv = lambda: general_recvs.append(1) or checked()
         actions = np.random.default_rng(2).integers(0, compiled.single_action_space.n, (300, 4))
         ours, theirs = async_run(compiled, actions, 2), async_run(general, actions, 2)
-        # the compiled path answered most batches (the general one: final observations)
-        assert len(general_calls) < 0.2 * sum(map(len, ours)) / 2, len(general_calls)
+        # the compiled recv answered most batches whole (the general one: final observations)
+        batches = sum(map(len, ours)) / 2
+        assert len(general_calls) < 0.2 * batches, len(general_calls)
+        assert len(general_recvs) < 0.2 * batches, len(general_recvs)
         games = 0
         for i in range(4):
             for t, (x, y) in enumerate(zip(ours[i], theirs[i], strict=True)):

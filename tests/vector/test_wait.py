@@ -79,6 +79,25 @@ def test_every_start_names_its_output_slot():
     assert _wait.output(control) == -1 and op.tolist() == [1, 1, 1]
 
 
+def test_a_take_with_a_limit_leaves_the_later_envs_in_flight():
+    """A recv takes the first envs to finish; those done after them stay in flight, counted,
+    for the next take."""
+    control, tickets = control_words(), np.zeros(4, np.int64)
+    op, in_flight = np.zeros(4, np.uint8), np.zeros(4, np.uint8)
+    hot = _wait.HotPath(control, tickets, op, in_flight, -1, -1, None, _wait.SpinRule(0.0))
+    hot.run(None)
+    for i in (2, 0, 3):  # env 2 finishes first, then 0, then 3; env 1 is still running
+        complete(control, tickets, i, -1)
+    assert hot.take_done(True, 2).tolist() == [2, 0] and hot.collected == 2
+    assert in_flight.tolist() == [0, 1, 0, 1]
+    assert hot.wait_done(hot.collected + 1, 0.0) == DONE  # env 3's completion, not taken yet
+    assert hot.take_done(True).tolist() == [3] and hot.collected == 3
+    assert in_flight.tolist() == [0, 1, 0, 0]
+    hot.close()
+    with pytest.raises(ValueError, match="closed"):
+        hot.run(None)
+
+
 def test_completions_are_counted_in_ticket_order():
     control = control_words()
     tickets = np.full(4, -1, np.int64)

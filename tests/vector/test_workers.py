@@ -190,11 +190,19 @@ def test_timeout_is_validated():
             make_vec("breakout", 2, timeout=bad)
 
 
+_LOOPS = {
+    "step": "while True:\n    envs.step(np.ones(4, np.int64))",
+    "send/recv": "envs.send(np.ones(4, np.int64))\nwhile True:\n"
+                 "    envs.send(np.ones(2, np.int64), envs.recv()[4]['env_id'])"}
+
+
 @linux_only
-def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(tmp_path):
+@pytest.mark.parametrize("loop", list(_LOOPS))
+def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(tmp_path, loop):
     """Ctrl-C: the trainer closes its workers; SIGKILL and SIGTERM (no cleanup in the trainer):
     the workers see their pipes close and exit within 1 s. The shared memory is an unnamed memfd
-    (nothing in /dev/shm), which the kernel frees with the last process holding it."""
+    (nothing in /dev/shm), which the kernel frees with the last process holding it. A trainer
+    stepping, or sending and receiving (each its compiled call)."""
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
         import signal
@@ -203,12 +211,11 @@ def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(t
         # Ctrl-C as a terminal delivers it, also when pytest runs as a background job (whose
         # children inherit SIGINT ignored)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        envs = make_vec("breakout", 4, num_workers=2, repeat_action_probability=0.0)
+        envs = make_vec("breakout", 4, num_workers=2, batch_size=2,
+                        repeat_action_probability=0.0)
         envs.reset(seed=0)
         print("PIDS", *envs.worker_pids, flush=True)
-        while True:
-            envs.step(np.ones(4, np.int64))
-    """))
+    """) + _LOOPS[loop] + "\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     for sig in (signal.SIGINT, signal.SIGKILL, signal.SIGTERM):
         proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
