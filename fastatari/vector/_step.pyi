@@ -14,6 +14,7 @@ class CallGuard:
 class CommonStep:
     ops: np.ndarray
     output: int
+    in_flight: int
     def __init__(self, buffers: Any, ended: np.ndarray, restarted: np.ndarray,
                  phase: np.ndarray, field_names: Sequence[str], game_key: str,
                  game_fields: Sequence[str],
@@ -22,7 +23,6 @@ class CommonStep:
                  executor: Any, batch_size: int = 0) -> None: ...
     def step(self, actions: Any) -> Union[
         Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]], List[Any], None]: ...
-    in_flight: int
     def send(self, actions: Any, env_ids: Any) -> bool: ...
     def recv(self) -> Union[
         Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]], List[Any], None]: ...

@@ -1,14 +1,16 @@
-"""The step's own work, compiled: one call before the wait (check and write the actions,
-choose each env's op) and one after it (the returned arrays and the batched info), for the
-synchronous ``step`` and for async ``send`` and ``recv``.
+"""The common step, compiled: the synchronous ``step``, and async ``send`` and ``recv``, each one
+call from the actions to the returned arrays and batched info (checking and writing the
+actions and each env's op, the executor's start and wait, the results), and the one-caller
+guard those calls enter.
 
 The vector env's front takes this path for the common step: every env sent steps or, after an
 ended episode under next-step autoreset, resets; no restart awaits its report; the actions are
 an int64 array of the right shape and range (and the env ids, for ``send``, an int64 array of
 distinct idle envs); and no env returned left a final observation (same-step autoreset).
-Anything else returns ``NOT_COMMON`` or None here, having changed nothing, and the front's
-general path, in Python, does that call whole, raising its precise errors; the two give the
-same results.
+Anything else returns ``NOT_COMMON``, None or False here, having changed nothing, and the
+front's general path, in Python, does that call whole, raising its precise errors; the two give
+the same results. A fault met in a wait (a worker's death, a timeout) is handed back as the
+executor's replies, for the general path to finish the call.
 """
 
 from cpython.dict cimport PyDict_Copy
@@ -200,11 +202,11 @@ cdef class CommonStep:
     ``game_fields``: the names of a finished game's statistics (``info["game"]``);
     ``game_index``: each env's game (``info["game_index"]``), None for one game.
 
-    ``executor`` runs the envs (:meth:`step` runs its round trip). With ``copy``, the common
-    step returns one of its output slots (``Executor.outputs``) that the workers filled
+    ``executor`` runs the envs (through its ``hot_path`` where it has one). With ``copy``, the
+    common step returns one of its output slots (``Executor.outputs``) that the workers filled
     instead of a copy of the observations: :meth:`write_actions` chooses one that no caller
-    holds any more (:attr:`output`; -1 when each is held: a copy), which the caller passes to
-    ``Executor.run``. The other arrays of a step, and of a ``recv`` of ``batch_size`` envs its
+    holds any more (:attr:`output`; -1 when each is held: a copy), which :meth:`step` starts
+    the envs with. The other arrays of a step, and of a ``recv`` of ``batch_size`` envs its
     observations too, come the same way from sets of its own (fresh copies when each is
     held)."""
 
@@ -328,10 +330,10 @@ cdef class CommonStep:
         (fewer if fewer are in flight), take them and :meth:`results` with
         ``info["env_id"]``, the envs idle again. Returns the results (:attr:`in_flight`: the
         envs still sent and not returned); a list of replies when it waited and a fault came
-        (to apply: the general path goes on); None, having done nothing, when the general path
-        must: no compiled wait (``hot_path``), a closed executor, envs answered and not yet
-        returned (its queue), or results that only it gives (a final observation, a restart to
-        report: the envs taken are put back)."""
+        (to apply: the general path goes on); None, having returned nothing, when the general
+        path must: no compiled wait (``hot_path``), a closed executor, envs answered and not
+        yet returned (its queue), or after the wait results that only it gives (a final
+        observation, a restart to report: the envs taken are put back)."""
         cdef Py_ssize_t i, want, sent = 0
         cdef int found
         if self.hot is None or self.hot.closed or self.batch_size == 0:
@@ -345,13 +347,13 @@ cdef class CommonStep:
             return None
         found = self.hot.wait(self.hot.collected + want, self.hot.timeout)
         if found != FA_DONE:
-            return self.executor.after_wait(found, want)
+            return self.executor.after_wait(found, True)
         ids = self.hot.take(True, want)
-        results = self._results(ids)
+        cdef const int64_t[::1] taken = ids
+        results = self._results(ids) if taken.shape[0] == want else None
         if results is None:
             self.hot.untake(ids)
             return None
-        cdef const int64_t[::1] taken = ids
         for i in range(want):
             self.phase[taken[i]] = IDLE
         self.in_flight = sent - want

@@ -3,6 +3,7 @@
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uintptr_t
 from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memset
 
 import numpy as np
 
@@ -86,14 +87,18 @@ def wait_done(uint8_t[::1] control, int64_t target, int epfd, int evfd, double s
 
 
 cdef int _wait_done(fa_control *c, int64_t target, int epfd, int evfd, double spin,
-                    double limit) except -1:
-    """:func:`wait_done` (``limit`` < 0: none)."""
+                    double limit, HotPath owner=None) except -1:
+    """:func:`wait_done` (``limit`` < 0: none); ``owner``: the pool's :class:`HotPath`, which
+    a signal's handler may close (a ``close()`` from it): the wait then raises instead of
+    going on."""
     cdef int result
     while True:
         with nogil:
             result = fa_wait_done(c, target, epfd, evfd, spin, limit)
         if result == FA_INTERRUPTED:
             PyErr_CheckSignals()  # raises what a handler raised
+            if owner is not None:
+                owner._check_open()
             spin = 0.0  # the time already spent is not given again: a rare, short overrun
             continue
         if result == FA_FAILED:
@@ -212,7 +217,9 @@ cdef class HotPath:
         self.closed = False
 
     def close(self):
-        """The pool is closed: its memory and descriptors are no longer to be used."""
+        """The pool is closed: its memory and descriptors are no longer to be used. (A wait
+        under way holds the memory until it returns: a signal's handler may close the pool
+        during one.)"""
         self.closed = True
         self.arrays = None
 
@@ -241,24 +248,30 @@ cdef class HotPath:
         """:meth:`start` from Python, marking the envs in flight: ``ops`` None or a uint8
         array, one per env."""
         cdef const uint8_t *chosen = _chosen(ops, self.n)
-        if self.closed:
-            raise ValueError("the pool is closed")
+        self._check_open()
         with nogil:
             self.start(chosen, output, True)
 
+    cdef int _wait(self, int64_t target, double spin, double limit) except -1:
+        held = self.arrays  # mapped until this returns, even if a handler closes the pool
+        self._check_open()
+        return _wait_done(self.c, target, self.epfd, self.evfd, spin, limit, self)
+
+    cdef int _check_open(self) except -1:
+        if self.closed:
+            raise RuntimeError("the vector env's workers were closed")
+        return 0
+
     cdef int wait(self, int64_t target, double limit) except -1:
-        """:func:`wait_done` until ``target`` completions, for at most ``limit`` seconds (< 0:
-        no limit), spinning first as :attr:`spins` says, and telling it how long it took."""
+        """Wait until ``target`` completions, for at most ``limit`` seconds (< 0: no limit),
+        spinning first as :attr:`spins` says, and telling it how long it took."""
         cdef double began = fa_seconds()
-        cdef int found = _wait_done(self.c, target, self.epfd, self.evfd, self.spins.spin(),
-                                    limit)
+        cdef int found = self._wait(target, self.spins.spin(), limit)
         self.spins.waited(fa_seconds() - began)
         return found
 
     def wait_done(self, int64_t target, timeout):
         """:meth:`wait` from Python (``timeout`` None: no limit)."""
-        if self.closed:
-            raise ValueError("the pool is closed")
         return self.wait(target, _seconds(timeout, "timeout"))
 
     cdef take(self, bint in_order, Py_ssize_t limit):
@@ -267,6 +280,7 @@ cdef class HotPath:
         order they finished; with ``limit`` >= 0 only the first ``limit`` to finish (the others
         stay in flight, for the next take)."""
         cdef Py_ssize_t i, k = 0
+        self._check_open()
         done = np.empty(self.n, np.int64)
         cdef int64_t[::1] out = done
         cdef _Done *pairs
@@ -307,20 +321,16 @@ cdef class HotPath:
         until all of the envs started are counted, without a spin (every env emulates a step
         after the publish, 100 us or more). Returns DONE (counted in :attr:`collected`), or
         EVENT or TIMEOUT with the envs started marked in flight, for the pool to sort out."""
-        cdef Py_ssize_t i
         cdef int64_t started
         cdef int found
-        if self.closed:
-            raise ValueError("the pool is closed")
+        held = self.arrays  # (see _wait)
+        self._check_open()
         with nogil:
-            started = self.start(ops, output, False)
-        found = _wait_done(self.c, self.collected + started, self.epfd, self.evfd, 0.0,
-                           self.timeout)
-        if found == FA_DONE:
+            started = self.start(ops, output, True)
+        found = self._wait(self.collected + started, 0.0, self.timeout)
+        if found == FA_DONE:  # all taken: nothing was in flight before a step
             self.collected += started
-        else:
-            for i in range(self.n):
-                self.in_flight[i] = ops == NULL or ops[i] != 0
+            memset(self.in_flight, 0, self.n)
         return found
 
     def run_and_wait(self, ops, int32_t output=-1):

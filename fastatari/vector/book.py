@@ -1,7 +1,9 @@
 """The per-env bookkeeping of a vector env: one object, a small API, the only writer.
 
 For each env it keeps where its step is (:class:`~fastatari.vector.contract.Phase`: idle, in
-flight, or answered and waiting for ``recv``), the queue of answered envs in answer order,
+flight, or answered and waiting for ``recv``; an env done after the batch a compiled ``recv``
+took stays in flight, with the executor, until the next takes it), the queue of answered envs
+in answer order,
 whether its last result ended an episode (its next step is then a reset, under next-step
 autoreset), and whether its games were replaced since its last result (reported once, as
 ``info["worker_restarted"]``). The vector env's front, its snapshots and a Ray actor's rollout
@@ -110,8 +112,8 @@ class EnvBook:
     def step_columns(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The per-env ``ended``, ``restarted`` and phase arrays themselves, for the compiled
         common step (:class:`fastatari.vector._step.CommonStep`), which reads them, writes
-        ``ended`` as :meth:`ended_now` would and marks the envs a common ``send`` runs in
-        flight as :meth:`dispatch` would."""
+        ``ended`` as :meth:`ended_now` would, marks the envs a common ``send`` runs in flight
+        as :meth:`dispatch` would and those a common ``recv`` returns idle."""
         return self._ended, self._restarted, self._phase
 
     # -- the caller's changes ------------------------------------------------------------------

@@ -35,6 +35,8 @@ from fastatari.vector.snapshots import Snapshots
 __all__ = ["AtariVectorEnv", "WorkerError"]
 
 
+#: The states a send may start from.
+_SENDING = (State.IDLE, State.ASYNC)
 _AUTORESET = {gymnasium.vector.AutoresetMode.NEXT_STEP: "next_step",
               gymnasium.vector.AutoresetMode.SAME_STEP: "same_step",
               gymnasium.vector.AutoresetMode.DISABLED: "disabled"}
@@ -251,18 +253,21 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them.
         Ctrl-C during the step closes the vector env (its envs are mid-step)."""
         fast, caller = self._fast, self._caller
-        # the common step: one compiled call, under the guard of contract.one_caller
-        if fast is not None and self._state is State.IDLE and caller.enter("step") == 1:
-            try:
+        # the common step: one compiled call, under the guard of contract.one_caller (entered
+        # again by this thread inside rollout())
+        entered = caller.enter("step")
+        try:
+            if entered >= 0 and fast is not None and self._state is State.IDLE:
                 outcome = fast.step(actions)
                 if isinstance(outcome, tuple):
                     return outcome
                 if outcome is not None:  # it ran; the general path gives the results
                     return self._after_round_trip(outcome)
-            except BaseException:
-                self.close()  # the envs are mid-step (this thread may enter close())
-                raise
-            finally:
+        except BaseException:
+            self.close()  # the envs are mid-step (this thread may enter close())
+            raise
+        finally:
+            if entered == 1:
                 caller.leave()
         return self._checked_step(actions)  # anything else, with every check
 
@@ -304,15 +309,15 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         Envs not named here stay paused. An env whose result has not been returned by
         :meth:`recv` yet cannot be sent again (``AlreadyPendingCallError``).
         """
-        fast, caller, state = self._fast, self._caller, self._state
-        # the common send: one compiled call, under the guard of contract.one_caller
-        if fast is not None and (state is State.IDLE or state is State.ASYNC) \
-                and caller.enter("send") == 1:
-            try:
-                if fast.send(actions, env_ids):
-                    self._state = State.ASYNC
-                    return
-            finally:
+        fast, caller = self._fast, self._caller
+        entered = caller.enter("send")  # the common send: as the common step
+        try:
+            if entered >= 0 and fast is not None and self._state in _SENDING \
+                    and fast.send(actions, env_ids):
+                self._state = State.ASYNC
+                return
+        finally:
+            if entered == 1:
                 caller.leave()
         self._checked_send(actions, env_ids)  # anything else, with every check
 
@@ -333,9 +338,9 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
         their ids in ``info["env_id"]``."""
         fast, caller = self._fast, self._caller
-        # the common recv: one compiled call, under the guard of contract.one_caller
-        if fast is not None and self._state is State.ASYNC and caller.enter("recv") == 1:
-            try:
+        entered = caller.enter("recv")  # the common recv: as the common step
+        try:
+            if entered >= 0 and fast is not None and self._state is State.ASYNC:
                 outcome = fast.recv()
                 if isinstance(outcome, tuple):
                     if not fast.in_flight:
@@ -344,10 +349,11 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                 if outcome is not None:  # it waited, and a fault came: the general path goes on
                     self._apply_all(outcome)
                     return self._recv()
-            except BaseException:
-                self.close()  # a wait cut short (Ctrl-C): the envs are mid-step
-                raise
-            finally:
+        except BaseException:
+            self.close()  # a wait cut short (Ctrl-C): the envs are mid-step
+            raise
+        finally:
+            if entered == 1:
                 caller.leave()
         return self._checked_recv()  # anything else, with every check
 
@@ -369,7 +375,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     _checked_recv = contract.one_caller(_recv, call="recv")
 
     def _dispatch(self, ids: np.ndarray) -> None:
-        """Run ``ids``: autoreset ones reset, others step (restarted ones answer at once)."""
+        """Run ``ids``: autoreset ones reset, others step (restarted ones answer at once,
+        after the envs done before them: those a compiled ``recv`` left with the executor)."""
+        if self.book.get(ids)[1].any():
+            self._collect(0)
         ops, run = self.book.dispatch(ids)
         if run.size:
             self.executor.run(ops)

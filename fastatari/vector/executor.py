@@ -138,10 +138,10 @@ class Executor(abc.ABC):
         :meth:`run_and_collect`."""
         return None
 
-    def after_wait(self, found: int, at_least: Optional[int] = None) -> List[Reply]:
+    def after_wait(self, found: int, in_order: bool = False) -> List[Reply]:
         """The replies after a wait of :attr:`hot_path` that answered ``found`` (a fault):
-        the envs done (with ``at_least``, in the order they finished), then the units
-        replaced; call :meth:`collect` for the rest while :meth:`busy`."""
+        the envs done (``in_order``: in the order they finished), then the units replaced;
+        call :meth:`collect` for the rest while :meth:`busy`."""
         raise NotImplementedError("this executor has no hot path")
 
     @abc.abstractmethod

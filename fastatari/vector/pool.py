@@ -56,7 +56,7 @@ __all__ = ["WorkerError", "WorkerPool"]
 #: whatever ``timeout`` is: a step's deadline is no measure of a start on a loaded machine,
 #: and a start cut short would only be tried again, just as short.
 MIN_START_SECONDS = 60.0
-#: How long the trainer spins on the completion count before it sleeps, in ``collect``: long
+#: How long the trainer spins on the completion count before it sleeps, in ``recv``: long
 #: enough to catch an async batch that is about to finish, short enough that its CPU time
 #: stays its own work. The synchronous round trip does not spin: every env emulates a step
 #: (100 µs or more) after the publish, so a spin there never caught one and cost the trainer
@@ -236,7 +236,7 @@ class WorkerPool(Executor):
         except BaseException:
             self.close()
             raise
-        return self.after_wait(found, at_least)
+        return self.after_wait(found, at_least is not None)
 
     def run_and_collect(self, ops: Optional[np.ndarray], output: int = -1) -> List[Reply]:
         """The synchronous step's round trip, one compiled call when nothing goes wrong: run
@@ -255,7 +255,7 @@ class WorkerPool(Executor):
             replies += self.collect()
         return faults(replies)
 
-    def after_wait(self, found: int, at_least: Optional[int] = None) -> List[Reply]:
+    def after_wait(self, found: int, in_order: bool = False) -> List[Reply]:
         """The replies after a wait that answered ``found``: the done envs, then the workers
         replaced (their pipe spoke, or they hung)."""
         replies: List[Reply] = []
@@ -269,8 +269,8 @@ class WorkerPool(Executor):
         except BaseException:
             self.close()
             raise
-        # with at_least: a batch of the first to finish, in that order
-        done = self._hot.take_done(at_least is not None)
+        # in_order: a batch of the first to finish, in that order
+        done = self._hot.take_done(in_order)
         return [Reply(ReplyKind.DONE, envs=done, source="workers")] + replies
 
     def _wait_done(self, target: int, until: Optional[float]) -> int:

@@ -8,11 +8,13 @@ import os
 import signal
 import threading
 import time
+import warnings
 
 import numpy as np
+import pytest
 
 from .._processes import alive, linux_only
-from fastatari.vector import make_vec
+from fastatari.vector import WorkerError, make_vec
 
 from .test_workers import FAST, clean_run, run_script
 
@@ -92,6 +94,64 @@ def test_first_ready_order_across_workers_of_unequal_speed():
         obs, _, _, _, info = envs.recv()
         assert info["env_id"].tolist() == [4, 5, 6, 7]
         assert np.array_equal(obs, expected[1][4:])
+
+
+@linux_only
+def test_a_restart_notice_comes_after_the_envs_done_before_it():
+    """An env whose games a restart replaced while it was idle answers when sent, after the
+    envs that finished before (those a recv left with the pool), as in the order they
+    finished."""
+    with make_vec("breakout", 4, num_workers=2, batch_size=1, timeout=20.0, **FAST) as envs:
+        envs.reset(seed=0)
+        os.kill(envs.worker_pids[0], signal.SIGKILL)  # worker 0 owns envs 0 and 1
+        time.sleep(0.3)
+        envs.send(np.ones(2, np.int64), np.array([2, 3]))
+        time.sleep(0.3)  # both finish
+        assert envs.recv()[4]["env_id"].tolist() in ([2], [3])
+        with pytest.raises(WorkerError):
+            envs.clone([0])  # finds worker 0 dead: its games are replaced
+        envs.send(np.ones(1, np.int64), np.array([0]))  # answered at once: the restart
+        order = []
+        while envs.book.in_flight():
+            info = envs.recv()[4]
+            order.append((int(info["env_id"][0]), bool(info.get("worker_restarted", [0])[0])))
+        assert len(order) == 2 and order[0][0] in (2, 3) and order[1] == (0, True)
+
+
+@linux_only
+@pytest.mark.parametrize("call", ["step", "recv"])
+def test_a_signal_handler_that_closes_the_env_ends_its_wait(call):
+    """close() from a signal handler while the trainer waits (Ctrl-C handlers do this): the
+    wait raises at once instead of going on over freed memory and closed descriptors. With
+    continuous actions nothing but the pool holds the shared memory."""
+    with make_vec("breakout", 2, num_workers=1, batch_size=2, continuous=True, timeout=20.0,
+                  **FAST) as envs:
+        envs.reset(seed=0)
+        actions = envs.action_space.sample()
+        worker = envs.worker_pids[0]
+
+        def close(signum, frame):
+            os.kill(worker, signal.SIGCONT)  # (free to end when told)
+            envs.close()
+
+        previous = signal.signal(signal.SIGALRM, close)
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
+            with pytest.raises(RuntimeError, match="workers were closed"), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # gymnasium's: close() with steps pending
+                if call == "step":
+                    envs.step(actions)
+                else:
+                    envs.send(actions)
+                    envs.recv()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if alive(worker):
+                os.kill(worker, signal.SIGCONT)
+        assert envs.closed
 
 
 def test_more_workers_than_cores_still_exact():

@@ -41,6 +41,17 @@ def test_rollout_equals_steps_one_by_one(autoreset_mode):
         np.testing.assert_array_equal(envs.step(_policy(obs))[0], twin.step(_policy(obs))[0])
 
 
+def test_rollout_steps_on_the_compiled_path():
+    """rollout() holds the one-caller guard; its steps enter it again and stay compiled."""
+    with make_vec("breakout", 3, num_workers=2, **FAST) as envs:
+        envs.reset(seed=1)
+        general = []
+        checked = envs._checked_step
+        envs._checked_step = lambda a: general.append(a) or checked(a)
+        envs.rollout(_policy, 20)
+        assert not general
+
+
 def test_rollout_refuses_bad_input_before_any_step():
     with make_vec("breakout", 2, num_workers=1, **FAST) as envs:
         with pytest.raises(Exception, match="reset"):

@@ -93,9 +93,11 @@ def test_a_take_with_a_limit_leaves_the_later_envs_in_flight():
     assert hot.wait_done(hot.collected + 1, 0.0) == DONE  # env 3's completion, not taken yet
     assert hot.take_done(True).tolist() == [3] and hot.collected == 3
     assert in_flight.tolist() == [0, 1, 0, 0]
-    hot.close()
-    with pytest.raises(ValueError, match="closed"):
-        hot.run(None)
+    hot.close()  # the pool's memory is gone: nothing runs over it
+    for call in (lambda: hot.run(None), lambda: hot.take_done(True),
+                 lambda: hot.wait_done(0, 0.0), lambda: hot.run_and_wait(None)):
+        with pytest.raises(RuntimeError, match="workers were closed"):
+            call()
 
 
 def test_completions_are_counted_in_ticket_order():
