@@ -28,7 +28,6 @@ cdef class HotPath:
 
     cdef int64_t start(self, const uint8_t *ops, int32_t output, bint mark) noexcept nogil
     cdef int _check_open(self) except -1
-    cdef int _wait(self, int64_t target, double spin, double limit) except -1
     cdef int wait(self, int64_t target, double limit) except -1
     cdef take(self, bint in_order, Py_ssize_t limit)
     cdef void untake(self, const int64_t[::1] ids)

@@ -19,11 +19,11 @@ from fastatari.vector.fa_wait cimport (
     fa_completed,
     fa_control,
     fa_fast_waits,
-    fa_seconds,
     fa_generation,
     fa_output,
     fa_publish,
     fa_release_fence,
+    fa_seconds,
     fa_set_output,
     fa_wait_done,
     fa_wait_generation,
@@ -252,11 +252,6 @@ cdef class HotPath:
         with nogil:
             self.start(chosen, output, True)
 
-    cdef int _wait(self, int64_t target, double spin, double limit) except -1:
-        held = self.arrays  # mapped until this returns, even if a handler closes the pool
-        self._check_open()
-        return _wait_done(self.c, target, self.epfd, self.evfd, spin, limit, self)
-
     cdef int _check_open(self) except -1:
         if self.closed:
             raise RuntimeError("the vector env's workers were closed")
@@ -266,7 +261,10 @@ cdef class HotPath:
         """Wait until ``target`` completions, for at most ``limit`` seconds (< 0: no limit),
         spinning first as :attr:`spins` says, and telling it how long it took."""
         cdef double began = fa_seconds()
-        cdef int found = self._wait(target, self.spins.spin(), limit)
+        cdef int found
+        held = self.arrays  # mapped until this returns, even if a handler closes the pool
+        self._check_open()
+        found = _wait_done(self.c, target, self.epfd, self.evfd, self.spins.spin(), limit, self)
         self.spins.waited(fa_seconds() - began)
         return found
 
@@ -323,11 +321,12 @@ cdef class HotPath:
         EVENT or TIMEOUT with the envs started marked in flight, for the pool to sort out."""
         cdef int64_t started
         cdef int found
-        held = self.arrays  # (see _wait)
+        held = self.arrays  # (as in wait)
         self._check_open()
         with nogil:
             started = self.start(ops, output, True)
-        found = self._wait(self.collected + started, 0.0, self.timeout)
+        found = _wait_done(self.c, self.collected + started, self.epfd, self.evfd, 0.0,
+                           self.timeout, self)
         if found == FA_DONE:  # all taken: nothing was in flight before a step
             self.collected += started
             memset(self.in_flight, 0, self.n)
