@@ -12,6 +12,14 @@
 #define FA_X86_DISPATCH 0
 #endif
 
+/* NEON is baseline on AArch64 (every core has it): its variant needs neither attributes nor a
+ * run-time check. Little-endian only: the tap layout reads bytes as the low bytes of lanes. */
+#if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(__ARM_BIG_ENDIAN)
+#define FA_NEON 1
+#else
+#define FA_NEON 0
+#endif
+
 typedef struct {
     const char *name;
     /* out[x*cn + c] = max(lut[a[x]*cn + c], lut[b[x]*cn + c]) (just lut[a[x]] when b is NULL) */
@@ -33,6 +41,9 @@ extern const fa_impl fa_impl_scalar;
 #if FA_X86_DISPATCH
 extern const fa_impl fa_impl_avx2;
 extern const fa_impl fa_impl_avx512vbmi;
+#endif
+#if FA_NEON
+extern const fa_impl fa_impl_neon;
 #endif
 
 /* Width of hrow buffers: the AVX-512 passes work on whole blocks of 16 values. */

@@ -15,6 +15,16 @@ const fa_impl fa_impl_scalar = {"scalar",        row_palette_scalar, row_rgb_gra
                                 row_max_scalar,  hpass_scalar,       vpass_scalar,
                                 rgb_to_gray_scalar, all_known_scalar};
 
+#if FA_NEON
+/* Hand-written NEON (AArch64) for every per-row block; the scalar copy above is already NEON
+ * code where compilers vectorise it, and the fallback where a plan's taps do not fit. */
+#include "fa_neon.h"
+
+const fa_impl fa_impl_neon = {"neon",         row_palette_neon, row_rgb_gray_neon,
+                              row_max_neon,   hpass_neon,       vpass_neon,
+                              rgb_to_gray_neon, all_known_neon};
+#endif
+
 #if FA_X86_DISPATCH
 /* The same C, vectorised by the compiler for AVX2. */
 #define FA_NAME(f) f##_avx2
@@ -53,6 +63,9 @@ static int cpu_has(const char *name)
 static const fa_impl *impl_by_name(const char *name)
 {
     if (strcmp(name, "scalar") == 0) return &fa_impl_scalar;
+#if FA_NEON
+    if (strcmp(name, "neon") == 0) return &fa_impl_neon;
+#endif
 #if FA_X86_DISPATCH
     if (strcmp(name, "avx2") == 0 && cpu_has("avx2")) return &fa_impl_avx2;
     if (strcmp(name, "avx512vbmi") == 0 && cpu_has("avx512vbmi")) return &fa_impl_avx512vbmi;
@@ -62,6 +75,9 @@ static const fa_impl *impl_by_name(const char *name)
 
 static const fa_impl *best_impl(void)
 {
+#if FA_NEON
+    return &fa_impl_neon;
+#endif
 #if FA_X86_DISPATCH
     if (cpu_has("avx512vbmi")) return &fa_impl_avx512vbmi;
     if (cpu_has("avx2")) return &fa_impl_avx2;

@@ -88,7 +88,7 @@ void fa_rgb_to_gray(const uint8_t *rgb, uint8_t *gray, size_t n);
 /* 1 if every index in idx[0..n) has known[index] != 0. */
 int fa_all_known(const uint8_t *idx, size_t n, const uint8_t *known);
 
-/* Run-time SIMD selection: "scalar", "avx2", "avx512vbmi". "auto" picks the best this CPU runs.
+/* Run-time SIMD selection: "scalar", "neon" (AArch64), "avx2", "avx512vbmi" (x86-64). "auto" picks the best this CPU runs.
  * Returns 0, or -1 if that path is not available here (the current one is kept). */
 int fa_simd_select(const char *name);
 const char *fa_simd_name(void);

@@ -332,20 +332,22 @@ def all_known(indices, known):
 
 
 def simd_path():
-    """The SIMD variant the kernels use now: "avx512vbmi", "avx2" or "scalar"."""
+    """The SIMD variant the kernels use now: "avx512vbmi", "avx2", "neon" or "scalar"."""
     return fa_simd_name().decode()
+
+
+#: Every variant any platform has (neon on AArch64, the others on x86-64), best last, then "auto".
+_SIMD_NAMES = ("scalar", "neon", "avx2", "avx512vbmi", "auto")
 
 
 def simd_available():
     """The SIMD variants this CPU can run, best last."""
-    return [name for name in ("scalar", "avx2", "avx512vbmi") if fa_simd_available(name.encode())]
-
-
-_SIMD_NAMES = ("scalar", "avx2", "avx512vbmi", "auto")
+    return [name for name in _SIMD_NAMES[:-1] if fa_simd_available(name.encode())]
 
 
 def set_simd_path(name):
-    """Force a SIMD variant ("scalar", "avx2", "avx512vbmi" or "auto"); returns the previous one.
+    """Force a SIMD variant ("scalar", "neon", "avx2", "avx512vbmi" or "auto"); returns the
+    previous one.
 
     All variants give identical bytes; this exists for tests and benchmarks. TypeError for a
     name that is not a str, ValueError for an unknown name or one this CPU cannot run.
