@@ -107,7 +107,7 @@ cdef int _check_apart(cnp.ndarray out, str out_name, cnp.ndarray src, str src_na
 
 
 cdef cnp.ndarray _output(object out, tuple shape, int min_ndim, int max_ndim,
-                        cnp.ndarray src):
+                         cnp.ndarray src):
     """``out`` checked (uint8, C-contiguous, writeable, of ``shape``, apart from ``src``), or a
     new array of ``shape``."""
     if out is None:
@@ -244,9 +244,10 @@ cdef int _fused_step(cnp.ndarray stack, bint channels_last, int cn, fa_source *s
     return 0
 
 
-cdef void _check_pair(cnp.ndarray p, cnp.ndarray l) except *:
-    if _shape(p) != _shape(l):
-        raise ValueError(f"prev and last must have the same shape, got {_shape(p)} and {_shape(l)}")
+cdef void _check_pair(cnp.ndarray p, cnp.ndarray last_a) except *:
+    if _shape(p) != _shape(last_a):
+        raise ValueError(
+            f"prev and last must have the same shape, got {_shape(p)} and {_shape(last_a)}")
 
 
 def step_palette(prev, last, lut, stack, *, bint maxpool=True, bint channels_last=False):
@@ -269,23 +270,23 @@ def step_palette(prev, last, lut, stack, *, bint maxpool=True, bint channels_las
         False: use ``last`` alone (``prev`` is still validated).
     """
     cdef cnp.ndarray p = _check(prev, "prev", 2, 2)
-    cdef cnp.ndarray l = _check(last, "last", 2, 2)
-    _check_pair(p, l)
+    cdef cnp.ndarray last_a = _check(last, "last", 2, 2)
+    _check_pair(p, last_a)
     cdef cnp.ndarray t = _check(lut, "lut", 1, 2)
     cdef int cn = 1 if t.ndim == 1 else t.shape[1]
     if t.shape[0] != 256 or cn not in (1, 3):
         raise ValueError(f"lut must have shape (256,) or (256, 3), got {_shape(t)}")
     cdef cnp.ndarray s = _check(stack, "stack", 3, 4, writable=True)
     _check_apart(s, "stack", p, "prev")
-    _check_apart(s, "stack", l, "last")
+    _check_apart(s, "stack", last_a, "last")
     _check_apart(s, "stack", t, "lut")
     cdef fa_source source
     source.kind = FA_SRC_PALETTE
-    source.a = _ptr(l)
+    source.a = _ptr(last_a)
     source.b = _ptr(p) if maxpool else NULL
-    source.stride = l.shape[1]
+    source.stride = last_a.shape[1]
     source.lut = _ptr(t)
-    _fused_step(s, channels_last, cn, &source, l.shape[0], l.shape[1])
+    _fused_step(s, channels_last, cn, &source, last_a.shape[0], last_a.shape[1])
 
 
 def step_rgb(prev, last, stack, *, bint grayscale=True, bint maxpool=True,
@@ -297,20 +298,20 @@ def step_rgb(prev, last, stack, *, bint grayscale=True, bint maxpool=True,
     :func:`step_palette`; ``stack`` must not overlap ``prev`` or ``last`` (ValueError).
     """
     cdef cnp.ndarray p = _check(prev, "prev", 3, 3)
-    cdef cnp.ndarray l = _check(last, "last", 3, 3)
-    _check_pair(p, l)
-    if l.shape[2] != 3:
-        raise ValueError(f"last must be an RGB frame (h, w, 3), got shape {_shape(l)}")
+    cdef cnp.ndarray last_a = _check(last, "last", 3, 3)
+    _check_pair(p, last_a)
+    if last_a.shape[2] != 3:
+        raise ValueError(f"last must be an RGB frame (h, w, 3), got shape {_shape(last_a)}")
     cdef cnp.ndarray s = _check(stack, "stack", 3, 4, writable=True)
     _check_apart(s, "stack", p, "prev")
-    _check_apart(s, "stack", l, "last")
+    _check_apart(s, "stack", last_a, "last")
     cdef fa_source source
     source.kind = FA_SRC_RGB_GRAY if grayscale else FA_SRC_IMAGE
-    source.a = _ptr(l)
+    source.a = _ptr(last_a)
     source.b = _ptr(p) if maxpool else NULL
-    source.stride = l.shape[1] * 3
+    source.stride = last_a.shape[1] * 3
     source.lut = NULL
-    _fused_step(s, channels_last, 1 if grayscale else 3, &source, l.shape[0], l.shape[1])
+    _fused_step(s, channels_last, 1 if grayscale else 3, &source, last_a.shape[0], last_a.shape[1])
 
 
 def all_known(indices, known):

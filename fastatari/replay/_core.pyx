@@ -94,8 +94,8 @@ cdef class FrameStore:
         self.stack_strides = np.empty(obs_shape, np.uint8).strides  # a stack's own layout
         self.shape.outer = int(np.prod(obs_shape[:axis], dtype=np.int64))
         self.shape.k = stack
-        self.shape.inner = (obs_shape[axis] // stack) * int(np.prod(obs_shape[axis + 1:],
-                                                                     dtype=np.int64))
+        self.shape.inner = ((obs_shape[axis] // stack)
+                            * int(np.prod(obs_shape[axis + 1:], dtype=np.int64)))
         self.frame_bytes = self.shape.outer * self.shape.inner
         self.stack_bytes = self.frame_bytes * stack
         self.refs_array = np.full((capacity, n_envs, 2, stack), -1, np.int64)
@@ -575,8 +575,8 @@ cdef class SumTree:
         return index.astype(np.int64, copy=False)
 
     def __reduce__(self):
-        return (_tree_rebuilt, (self.capacity, self.tree_array[self.leaves:
-                                                                self.leaves + self.capacity]))
+        leaves = self.tree_array[self.leaves:self.leaves + self.capacity]
+        return (_tree_rebuilt, (self.capacity, leaves))
 
 
 def _tree_rebuilt(capacity, priorities):

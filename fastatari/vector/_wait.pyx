@@ -262,7 +262,7 @@ cdef class HotPath:
         spinning first as :attr:`spins` says, and telling it how long it took."""
         cdef double began = fa_seconds()
         cdef int found
-        held = self.arrays  # mapped until this returns, even if a handler closes the pool
+        _held = self.arrays  # mapped until this returns, even if a handler closes the pool
         self._check_open()
         found = _wait_done(self.c, target, self.epfd, self.evfd, self.spins.spin(), limit, self)
         self.spins.waited(fa_seconds() - began)
@@ -321,7 +321,7 @@ cdef class HotPath:
         EVENT or TIMEOUT with the envs started marked in flight, for the pool to sort out."""
         cdef int64_t started
         cdef int found
-        held = self.arrays  # (as in wait)
+        _held = self.arrays  # (as in wait)
         self._check_open()
         with nogil:
             started = self.start(ops, output, True)
