@@ -16,10 +16,10 @@ import argparse
 import statistics
 import time
 
+import ale_py
 import gymnasium
 import numpy as np
 
-import ale_py
 import fastatari
 from fastatari.core.games import camel_name
 from fastatari.core.protocols import protocol_options

@@ -16,8 +16,8 @@ wrote. EnvPool and ale-py's vector env are left out when they are not installed.
 from __future__ import annotations
 
 import argparse
-import time
 import sys
+import time
 from typing import Any, Callable, Dict, Tuple
 
 import numpy as np

@@ -41,8 +41,8 @@ from fastatari.registration import register_envs as _register_envs
 
 if TYPE_CHECKING:
     from fastatari import kernels, scores, suites
-    from fastatari.env import AtariEnv, AtariPreprocessing
     from fastatari.core.options import AtariOptions
+    from fastatari.env import AtariEnv, AtariPreprocessing
     from fastatari.evaluation.evaluate import evaluate
     from fastatari.vector import AtariVectorEnv, make_vec
 

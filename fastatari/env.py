@@ -11,13 +11,12 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ClosedEnvironmentError
 
-from fastatari.core.continuous import (ACTION_HIGH, ACTION_LOW, check_continuous_actions,
-                                       joystick)
+from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW, check_continuous_actions, joystick
 from fastatari.core.game import AtariGame, FramePipeline, action_index
 from fastatari.core.options import AtariOptions
-from fastatari.core.snapshot import EnvSnapshot, check_snapshots, warn_if_inexact
-from fastatari.core.protocols import apply_protocol
 from fastatari.core.palette import palette_for
+from fastatari.core.protocols import apply_protocol
+from fastatari.core.snapshot import EnvSnapshot, check_snapshots, warn_if_inexact
 
 __all__ = ["AtariEnv", "AtariPreprocessing"]
 

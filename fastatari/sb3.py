@@ -41,8 +41,11 @@ import numpy as np
 try:
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import VecEnv
-    from stable_baselines3.common.vec_env.base_vec_env import (VecEnvIndices, VecEnvObs,
-                                                               VecEnvStepReturn)
+    from stable_baselines3.common.vec_env.base_vec_env import (
+        VecEnvIndices,
+        VecEnvObs,
+        VecEnvStepReturn,
+    )
 except ImportError as e:  # pragma: no cover - exercised only without SB3
     raise ImportError('fastatari.sb3 needs Stable-Baselines3: pip install "fastatari[rl]"') from e
 

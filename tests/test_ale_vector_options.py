@@ -5,15 +5,15 @@ References: gymnasium's pipeline over ale-py's ``AtariEnv(continuous=True)``, an
 ``AtariVectorEnv`` (sticky actions and no-ops off, where its seeding and reset order differ)."""
 from __future__ import annotations
 
+import ale_py
 import gymnasium
 import numpy as np
 import pytest
+from ale_py.vector_env import AtariVectorEnv as AleVectorEnv
 from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-import ale_py
 import fastatari
-from ale_py.vector_env import AtariVectorEnv as AleVectorEnv
 
 gymnasium.register_envs(ale_py)
 

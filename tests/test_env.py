@@ -299,9 +299,9 @@ def test_package_names_load_on_first_use(tmp_path):
 
 
 # -- references for the extras -----------------------------------------------------------------
+from gymnasium.vector.utils import concatenate  # noqa: E402
 from gymnasium.wrappers import AtariPreprocessing as GymAtariPreprocessing  # noqa: E402
 from gymnasium.wrappers import FrameStackObservation  # noqa: E402
-from gymnasium.vector.utils import concatenate  # noqa: E402
 
 pytest.importorskip("cv2")
 

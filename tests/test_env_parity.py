@@ -17,8 +17,8 @@ from gymnasium.wrappers import AtariPreprocessing as GymAtariPreprocessing  # no
 from gymnasium.wrappers import FrameStackObservation  # noqa: E402
 
 import fastatari  # noqa: E402
-from fastatari.core.games import camel_name  # noqa: E402
 from fastatari.core.game import make_np_random  # noqa: E402
+from fastatari.core.games import camel_name  # noqa: E402
 
 gymnasium.register_envs(ale_py)
 

@@ -19,6 +19,7 @@ import pufferlib.vector  # noqa: E402
 import fastatari  # noqa: E402
 import fastatari.puffer  # noqa: E402
 from fastatari.puffer import AtariPufferEnv  # noqa: E402
+
 from ._processes import alive, linux_only  # noqa: E402
 
 # Short games (400 frames = at most 100 agent steps), no sticky actions: episodes end, and

@@ -6,8 +6,16 @@ says what it measures. ``python -m benchmarks`` takes every section from :data:`
 """
 from __future__ import annotations
 
-from benchmarks.sections import (async_policy, envpool_async, multigame, multigame_startup, ray,
-                                 snapshots, trainer, transport)
+from benchmarks.sections import (
+    async_policy,
+    envpool_async,
+    multigame,
+    multigame_startup,
+    ray,
+    snapshots,
+    trainer,
+    transport,
+)
 from fastatari.bench.harness import Section
 
 REGISTRY: tuple[Section, ...] = (

@@ -17,9 +17,21 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from benchmarks.load import LoadWatch, load_line
-from fastatari.bench.harness import (BenchConfig, Contender, Work, Progress, Rate, Section,
-                                     describe, draw_actions, markdown_table, measure,
-                                     median_ratio, rate, usable_cores)
+from fastatari.bench.harness import (
+    BenchConfig,
+    Contender,
+    Progress,
+    Rate,
+    Section,
+    Work,
+    describe,
+    draw_actions,
+    markdown_table,
+    measure,
+    median_ratio,
+    rate,
+    usable_cores,
+)
 from fastatari.bench.systems import Opened, open_vector
 
 __all__ = ["SECTION", "AsyncReport", "async_contender", "async_speedups", "busy_policy",

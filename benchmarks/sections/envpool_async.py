@@ -15,9 +15,20 @@ from typing import Any
 
 from benchmarks.load import LoadWatch, load_line
 from benchmarks.sections.async_policy import POLICY_SECONDS, async_contender, sleep_policy
-from fastatari.bench.harness import (BenchConfig, Work, Progress, Rate, Section, advance,
-                                     describe, markdown_table, measure, median_ratio, rate,
-                                     usable_cores)
+from fastatari.bench.harness import (
+    BenchConfig,
+    Progress,
+    Rate,
+    Section,
+    Work,
+    advance,
+    describe,
+    markdown_table,
+    measure,
+    median_ratio,
+    rate,
+    usable_cores,
+)
 from fastatari.bench.systems import open_vector
 
 __all__ = ["SECTION", "EnvPoolAsyncReport", "markdown_envpool_async", "name_of", "ratios",

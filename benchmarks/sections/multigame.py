@@ -48,10 +48,24 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
-from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, LoopProcesses, Work,
-                                     Progress, Section, bare_step, describe, draw_actions,
-                                     markdown_table, measure, median_ratio, open_ale, rate,
-                                     usable_cores)
+from fastatari.bench.harness import (
+    TIMEOUT,
+    BenchConfig,
+    Contender,
+    LoopProcesses,
+    Progress,
+    Section,
+    Work,
+    bare_step,
+    describe,
+    draw_actions,
+    markdown_table,
+    measure,
+    median_ratio,
+    open_ale,
+    rate,
+    usable_cores,
+)
 
 __all__ = ["MODEL_WORKERS", "SECTION", "GameCost", "MultigameReport", "MultigameResult",
            "markdown_multigame", "multigame_units", "open_pool", "pools", "run_multigame",

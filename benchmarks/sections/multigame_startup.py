@@ -12,8 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.sections.multigame import open_pool, suite
-from fastatari.bench.harness import (BenchConfig, Work, Progress, Section, advance, describe,
-                                     markdown_table, usable_cores)
+from fastatari.bench.harness import (
+    BenchConfig,
+    Progress,
+    Section,
+    Work,
+    advance,
+    describe,
+    markdown_table,
+    usable_cores,
+)
 
 __all__ = ["SECTION", "StartupReport", "StartupSample", "run_startup", "summarise"]
 

@@ -38,8 +38,17 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
-from fastatari.bench.harness import (BenchConfig, Contender, Work, Progress, Section, advance,
-                                     markdown_table, measure, usable_cores)
+from fastatari.bench.harness import (
+    BenchConfig,
+    Contender,
+    Progress,
+    Section,
+    Work,
+    advance,
+    markdown_table,
+    measure,
+    usable_cores,
+)
 
 __all__ = ["RAY_ENVS", "ROLLOUT_STEPS", "SECTION", "RandomPolicy", "RayReport", "RayResult",
            "markdown_ray", "ray_units", "run_ray"]

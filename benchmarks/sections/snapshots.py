@@ -21,8 +21,16 @@ from typing import Any
 
 import numpy as np
 
-from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, Contenders, Section,
-                                     markdown_table, median_ratio, usable_cores)
+from fastatari.bench.harness import (
+    TIMEOUT,
+    BenchConfig,
+    Contender,
+    Contenders,
+    Section,
+    markdown_table,
+    median_ratio,
+    usable_cores,
+)
 
 __all__ = ["SECTION", "SnapshotReport"]
 

@@ -37,8 +37,18 @@ import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
 from benchmarks.sections.transport import check_stand_in, open_stand_in
-from fastatari.bench.harness import (TIMEOUT, BenchConfig, Work, Progress, Section, advance,
-                                     describe, draw_actions, markdown_table, usable_cores)
+from fastatari.bench.harness import (
+    TIMEOUT,
+    BenchConfig,
+    Progress,
+    Section,
+    Work,
+    advance,
+    describe,
+    draw_actions,
+    markdown_table,
+    usable_cores,
+)
 from fastatari.bench.systems import Opened, open_vector
 
 __all__ = ["SECTION", "Row", "TrainerFit", "TrainerReport", "TrainerResult", "fit_costs",

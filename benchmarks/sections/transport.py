@@ -39,9 +39,19 @@ import numpy as np
 
 from benchmarks.load import LoadWatch, load_line
 from benchmarks.stand_in import STAND_IN
-from fastatari.bench.harness import (TIMEOUT, BenchConfig, Contender, Work, Progress, Section,
-                                     bare_loop, draw_actions, markdown_table, measure,
-                                     usable_cores)
+from fastatari.bench.harness import (
+    TIMEOUT,
+    BenchConfig,
+    Contender,
+    Progress,
+    Section,
+    Work,
+    bare_loop,
+    draw_actions,
+    markdown_table,
+    measure,
+    usable_cores,
+)
 from fastatari.bench.systems import Opened, opened
 
 __all__ = ["SECTION", "TRANSPORT_WORKERS", "TransportFit", "TransportReport", "TransportResult",

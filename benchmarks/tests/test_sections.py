@@ -8,8 +8,15 @@ import statistics
 import numpy as np
 import pytest
 
-from benchmarks.sections import (async_policy, envpool_async, multigame, multigame_startup, ray,
-                                 trainer, transport)
+from benchmarks.sections import (
+    async_policy,
+    envpool_async,
+    multigame,
+    multigame_startup,
+    ray,
+    trainer,
+    transport,
+)
 from fastatari.bench.harness import QUICK, BenchConfig, rate
 
 # --- async ---------------------------------------------------------------------------------------

@@ -15,8 +15,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fastatari import kernels
-from fastatari.bench.harness import (FRAME_SKIP, BenchConfig, Contenders, Progress, Section,
-                                     measure, usable_cores)
+from fastatari.bench.harness import (
+    FRAME_SKIP,
+    BenchConfig,
+    Contenders,
+    Progress,
+    Section,
+    measure,
+    usable_cores,
+)
 from fastatari.bench.sections import REGISTRY
 from fastatari.tools.files import write_atomically
 

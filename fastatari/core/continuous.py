@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Tuple
 
-import numpy as np
-
 import ale_py
+import numpy as np
 
 __all__ = ["ACTION_HIGH", "ACTION_LOW", "check_continuous_actions", "joystick"]
 

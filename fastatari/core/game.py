@@ -18,9 +18,8 @@ import collections
 import time
 from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
-import numpy as np
-
 import ale_py
+import numpy as np
 
 from fastatari import kernels
 from fastatari.core import sticky

@@ -14,8 +14,13 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
-from fastatari.core.validate import (check_bool, check_fits_in_memory, check_int,
-                                     check_probability, is_int)
+from fastatari.core.validate import (
+    check_bool,
+    check_fits_in_memory,
+    check_int,
+    check_probability,
+    is_int,
+)
 
 __all__ = ["AtariOptions", "check_option_names"]
 

@@ -21,13 +21,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
+import ale_py
 import numpy as np
 
-import ale_py
-
 from fastatari.core.options import AtariOptions
-from fastatari.core.validate import is_int
 from fastatari.core.romfacts import loaded_facts
+from fastatari.core.validate import is_int
 
 __all__ = ["INEXACT_RESTORE", "EnvSnapshot", "GameState", "PendingReset", "check_snapshots",
            "pack_frames", "unpack_frames", "warn_if_inexact"]

@@ -23,9 +23,8 @@ import re
 import threading
 from typing import Iterable, Optional, Sequence, Tuple
 
-import numpy as np
-
 import ale_py
+import numpy as np
 
 __all__ = ["ActionHeld", "find_held_action", "hold_action", "leading_repeats"]
 

@@ -13,8 +13,8 @@ command lines, where "a bad value" is what the user did.
 from __future__ import annotations
 
 import math
-import os
 import numbers
+import os
 from typing import Any, List, Optional, Sequence
 
 import numpy as np

@@ -65,16 +65,16 @@ from typing import Any, Dict, Optional, Sequence, Tuple, cast
 import numpy as np
 
 from fastatari.core import validate
+from fastatari.core.game import action_names
+from fastatari.core.games import resolve_game, rom_path
+from fastatari.core.options import MAX_SIDE, AtariOptions
+from fastatari.core.protocols import protocol_options
+from fastatari.core.romfacts import EnlargedScreen, UnavailableSetting
 from fastatari.envpool.base import EnvPoolMixin
 from fastatari.envpool.dm_api import dm_env_class
 from fastatari.envpool.gym_api import gym_env_class
 from fastatari.envpool.gymnasium_api import EnvPoolAtari
 from fastatari.envpool.spec import ArraySpec, Config, EnvPoolSpec
-from fastatari.core.game import action_names
-from fastatari.core.games import resolve_game, rom_path
-from fastatari.core.options import MAX_SIDE, AtariOptions
-from fastatari.core.romfacts import EnlargedScreen, UnavailableSetting
-from fastatari.core.protocols import protocol_options
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.plan import VectorPlan, plan_vec
 from fastatari.vector.pool import WorkerPool

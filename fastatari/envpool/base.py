@@ -12,9 +12,9 @@ import numpy as np
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 
 from fastatari.core import validate
+from fastatari.core.schema import RAM_SIZE
 from fastatari.envpool.spec import Config, EnvPoolSpec
 from fastatari.envpool.xla import make_xla
-from fastatari.core.schema import RAM_SIZE
 from fastatari.vector import AtariVectorEnv
 
 __all__ = ["COLUMNS", "Batch", "EnvPoolMixin"]

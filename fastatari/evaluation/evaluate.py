@@ -21,10 +21,10 @@ from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from fastatari.evaluation import scores, suites
 from fastatari.core import validate
 from fastatari.core.games import resolve_game
 from fastatari.core.protocols import protocol_options
+from fastatari.evaluation import scores, suites
 from fastatari.tools.files import write_atomically
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.lineup import resolve_games

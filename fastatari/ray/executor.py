@@ -16,13 +16,13 @@ import ray
 from gymnasium.error import ClosedEnvironmentError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from fastatari.core import validate
 from fastatari.ray.actor import ActorRestarted, EnvActor
 from fastatari.vector.buffers import SharedBuffers
-from fastatari.core import validate
 from fastatari.vector.executor import Executor, RestartPolicy, SeedBook, deadline, remaining
 from fastatari.vector.lineup import contiguous_blocks
-from fastatari.vector.plan import VectorPlan
 from fastatari.vector.messages import Op, Reply, ReplyKind
+from fastatari.vector.plan import VectorPlan
 
 __all__ = ["CLOSE_WAIT", "DEFAULT_ACTOR_TIMEOUT", "PLACEMENTS", "RayExecutor", "Recovered"]
 

@@ -6,9 +6,19 @@ import math
 import numpy as np
 import pytest
 
-from fastatari.bench.harness import (FRAME_SKIP, RATE_HEADER, Contender, Rate, draw_actions,
-                                     markdown_table, measure, median_ratio, rate, rate_rows,
-                                     rates)
+from fastatari.bench.harness import (
+    FRAME_SKIP,
+    RATE_HEADER,
+    Contender,
+    Rate,
+    draw_actions,
+    markdown_table,
+    measure,
+    median_ratio,
+    rate,
+    rate_rows,
+    rates,
+)
 from fastatari.bench.sections.envs import CEILING, EnvsReport, markdown_envs
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from fastatari.bench import REGISTRY, BenchConfig, markdown_report, run_benchmark
-from fastatari.bench.harness import Contender, Contenders, Work, Section
+from fastatari.bench.harness import Contender, Contenders, Section, Work
 from fastatari.bench.runner import Report
 
 

@@ -8,8 +8,17 @@ import numpy as np
 import pytest
 
 from fastatari.core import validate
-from fastatari.core.validate import (check_actions, check_bool, check_env_ids, check_int,
-                                check_probability, check_seed, check_seeds, check_timeout, is_int)
+from fastatari.core.validate import (
+    check_actions,
+    check_bool,
+    check_env_ids,
+    check_int,
+    check_probability,
+    check_seed,
+    check_seeds,
+    check_timeout,
+    is_int,
+)
 
 
 # -- is_int --------------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ import ast
 import graphlib
 import importlib.util
 import inspect
-import re
 import os
 import pathlib
+import re
 import subprocess
 import sys
 

@@ -14,8 +14,15 @@ from ale_py import roms
 
 import fastatari
 from fastatari.evaluation import scores, suites
-from fastatari.evaluation.scores import (DEFAULT_TABLE, METRICS, TABLES, Estimate, aggregate,
-                                         human_normalized, reference)
+from fastatari.evaluation.scores import (
+    DEFAULT_TABLE,
+    METRICS,
+    TABLES,
+    Estimate,
+    aggregate,
+    human_normalized,
+    reference,
+)
 
 SUITES = {name: getattr(suites, name) for name in suites.__all__}
 

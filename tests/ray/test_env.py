@@ -19,9 +19,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 ray = pytest.importorskip("ray")
+from gymnasium.error import (  # noqa: E402
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    NoAsyncCallError,
+    ResetNeeded,
+)
 from ray.cluster_utils import Cluster  # noqa: E402
-from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError,  # noqa: E402
-                             NoAsyncCallError, ResetNeeded)
 
 import fastatari  # noqa: E402
 from fastatari import ray as fa_ray  # noqa: E402
@@ -550,7 +554,8 @@ def test_rllib_ppo_iteration_on_vector_entry_point(cluster):
     ppo = pytest.importorskip("ray.rllib.algorithms.ppo", exc_type=ImportError)
     import gymnasium
     from ray.rllib.connectors.env_to_module.observation_preprocessor import (
-        SingleAgentObservationPreprocessor)
+        SingleAgentObservationPreprocessor,
+    )
 
     class ScaleObs(SingleAgentObservationPreprocessor):
         """uint8 frames to float32 in [0, 1]: RLlib's CNN takes floats."""

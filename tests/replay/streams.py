@@ -6,7 +6,6 @@ from typing import Iterator, List, Tuple
 
 import numpy as np
 
-
 Step = Tuple[np.ndarray, np.ndarray, bool, bool]
 
 

@@ -7,9 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fastatari.bench.harness import (RATE_HEADER, BenchConfig, Contender, Contenders, Rate,
-                                     Section, bare_loop, draw_actions, markdown_table, rate_rows,
-                                     rates)
+from fastatari.bench.harness import (
+    RATE_HEADER,
+    BenchConfig,
+    Contender,
+    Contenders,
+    Rate,
+    Section,
+    bare_loop,
+    draw_actions,
+    markdown_table,
+    rate_rows,
+    rates,
+)
 from fastatari.bench.systems import gymnasium_reference_env
 
 CEILING = "raw ALE (4× ale.act)"

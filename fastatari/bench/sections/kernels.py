@@ -17,8 +17,15 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from fastatari import kernels
-from fastatari.bench.harness import (BenchConfig, Contender, Contenders, Section,
-                                     markdown_table, median_ratio, open_ale)
+from fastatari.bench.harness import (
+    BenchConfig,
+    Contender,
+    Contenders,
+    Section,
+    markdown_table,
+    median_ratio,
+    open_ale,
+)
 
 SCREEN_SIZE = (84, 84)  # (width, height), OpenCV's order
 STACK_SIZE = 4

@@ -19,12 +19,32 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastatari.bench.harness import (RATE_HEADER, BenchConfig, Contender, Work,
-                                     Progress, Rate, Section, advance, describe, draw_actions,
-                                     markdown_table, measure, median_ratio, parallel_ceiling,
-                                     rate_rows, rates, usable_cores)
-from fastatari.bench.systems import (VECTOR_SYSTEMS, Opened, envpool_version, open_vector,
-                                     startup_in_fresh_interpreter)
+from fastatari.bench.harness import (
+    RATE_HEADER,
+    BenchConfig,
+    Contender,
+    Progress,
+    Rate,
+    Section,
+    Work,
+    advance,
+    describe,
+    draw_actions,
+    markdown_table,
+    measure,
+    median_ratio,
+    parallel_ceiling,
+    rate_rows,
+    rates,
+    usable_cores,
+)
+from fastatari.bench.systems import (
+    VECTOR_SYSTEMS,
+    Opened,
+    envpool_version,
+    open_vector,
+    startup_in_fresh_interpreter,
+)
 
 VECTOR_ENVS = 8
 GYM_ASYNC_MAX_ENVS = 16
