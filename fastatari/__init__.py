@@ -14,11 +14,11 @@ make_vec, AtariVectorEnv
 kernels
     The compiled, exact preprocessing kernels (the ``kernels`` package over ``csrc/``).
 suites
-    Named game lists (``ATARI_57``, ``ATARI_5``, ``ATARI_10``, ``ATARI_100K``); the public path
-    of ``fastatari.evaluation.suites``.
+    Named game lists (``ATARI_57``, ``ATARI_5``, ``ATARI_10``, ``ATARI_100K``): the module
+    ``fastatari.evaluation.suites``.
 scores
-    Human-normalized scores from named reference tables, and their aggregates; the public path
-    of ``fastatari.evaluation.scores``.
+    Human-normalized scores from named reference tables, and their aggregates: the module
+    ``fastatari.evaluation.scores``.
 evaluate
     Score a policy on a suite under a named protocol (``fastatari evaluate``; defined in
     ``fastatari.evaluation.evaluate``).
@@ -29,51 +29,21 @@ behind one gymnasium vector env; ``core`` drives one ALE game; ``kernels`` is th
 frame pipeline.
 
 Importing fastatari registers ``fastatari/<Name>-v5`` ids with gymnasium (by entry-point
-strings); the modules behind the names above load on first use, so that a worker process
-imports only what it runs.
+strings); the modules behind the names above load on first use (``lazy_loader``, from the
+names' one list: ``__init__.pyi``), so that a worker process imports only what it runs.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import lazy_loader
 
 from fastatari.registration import register_envs as _register_envs
-
-if TYPE_CHECKING:
-    from fastatari import kernels, scores, suites
-    from fastatari.core.options import AtariOptions
-    from fastatari.env import AtariEnv, AtariPreprocessing
-    from fastatari.evaluation.evaluate import evaluate
-    from fastatari.vector import AtariVectorEnv, make_vec
 
 # The version's one source: pyproject.toml reads it from here (setuptools' dynamic version, from
 # this line's text), so the installed metadata, `fastatari --version` and the docs all say it.
 __version__ = "0.1.0"
 
-__all__ = ["AtariEnv", "AtariPreprocessing", "AtariOptions", "AtariVectorEnv", "make_vec",
-           "evaluate", "kernels", "scores", "suites", "__version__"]
-
-# public name -> the module that defines it
-_LAZY = {"AtariEnv": "fastatari.env", "AtariPreprocessing": "fastatari.env",
-         "AtariOptions": "fastatari.core.options", "AtariVectorEnv": "fastatari.vector",
-         "make_vec": "fastatari.vector", "evaluate": "fastatari.evaluation.evaluate",
-         "kernels": "fastatari.kernels",
-         "scores": "fastatari.scores", "suites": "fastatari.suites"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fastatari' has no attribute {name!r}")
-    value = importlib.import_module(module)
-    if name not in ("kernels", "scores", "suites"):
-        value = getattr(value, name)
-    globals()[name] = value  # once
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(__all__))
-
+# The public names and the modules that define them: __init__.pyi (also what type checkers read).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+__all__ += ["__version__"]
 
 _register_envs()

@@ -12,7 +12,7 @@ import pytest
 from fastatari import scores
 from fastatari.cli import main
 from fastatari.evaluation.evaluate import evaluate
-from fastatari.suites import ATARI_5
+from fastatari.evaluation.suites import ATARI_5
 
 SHORT = dict(max_num_frames_per_episode=1500)  # episodes of at most 375 steps
 
