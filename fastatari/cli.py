@@ -97,8 +97,8 @@ def add_evaluate_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    from fastatari._files import check_output
     from fastatari.evaluation.evaluate import evaluate, plot_format
-    from fastatari.tools.files import check_output
 
     options = {} if args.max_num_frames_per_episode is None else {
         "max_num_frames_per_episode": args.max_num_frames_per_episode}
@@ -290,8 +290,8 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    from fastatari._files import check_output
     from fastatari.bench import publish, run_benchmark, write_plot
-    from fastatari.tools.files import check_output
 
     config = bench_config(args)
     plot = args.plot or (os.path.join(os.path.dirname(args.json), "vector.png")

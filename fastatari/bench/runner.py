@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fastatari import kernels
+from fastatari._files import write_atomically
 from fastatari.bench.harness import (
     FRAME_SKIP,
     BenchConfig,
@@ -25,7 +26,6 @@ from fastatari.bench.harness import (
     usable_cores,
 )
 from fastatari.bench.sections import REGISTRY
-from fastatari.tools.files import write_atomically
 
 
 @dataclass

@@ -21,11 +21,11 @@ from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from fastatari._files import write_atomically
 from fastatari.core import validate
 from fastatari.core.games import resolve_game
 from fastatari.core.protocols import protocol_options
 from fastatari.evaluation import scores, suites
-from fastatari.tools.files import write_atomically
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.lineup import resolve_games
 from fastatari.vector.plan import plan_vec
@@ -77,7 +77,7 @@ class Evaluation:
 
     def write_json(self, path: str, follow_symlinks: bool = False) -> None:
         """The whole record as JSON (:meth:`to_json`). Every writer here replaces ``path``
-        whole (:func:`~fastatari.tools.files.write_atomically`: missing folders created; a
+        whole (:func:`~fastatari._files.write_atomically`: missing folders created; a
         symbolic link refused with ``OSError`` unless ``follow_symlinks``)."""
         text = json.dumps(self.to_json(), indent=1).encode()
         write_atomically(path, lambda f: f.write(text), follow_symlinks)

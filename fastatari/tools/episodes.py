@@ -16,9 +16,9 @@ from typing import Any, Deque, Dict, Optional, Tuple
 import gymnasium
 import numpy as np
 
+from fastatari._files import check_not_symlink
 from fastatari.core.schema import GAME_KEY
 from fastatari.evaluation import scores
-from fastatari.tools.files import check_not_symlink
 
 __all__ = ["EpisodeRecorder"]
 

@@ -24,8 +24,8 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from fastatari._files import check_not_symlink, check_output
 from fastatari.core.options import AtariOptions
-from fastatari.tools.files import check_not_symlink, check_output
 
 if TYPE_CHECKING:
     from fastatari.vector.env import AtariVectorEnv

@@ -191,7 +191,7 @@ def test_outputs_are_written_whole_into_new_folders_never_through_links(tmp_path
         f.write(b"half")
         raise OSError("disk full")
 
-    from fastatari.tools.files import write_atomically
+    from fastatari._files import write_atomically
 
     with pytest.raises(OSError, match="disk full"):
         write_atomically(str(old), fail)

@@ -1,4 +1,5 @@
-"""Files fastatari writes for the user (videos, episode logs, evaluation results).
+"""Files fastatari writes for the user (videos, episode logs, evaluation results, benchmark
+reports): a private utility below every module that writes one.
 
 An existing file is overwritten, but never through a symbolic link unless the caller asks: a
 link planted where a log or video goes would otherwise redirect the write to any file the user
