@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import sys
 
 import pytest
@@ -18,6 +19,11 @@ def alive(pid: int) -> bool:
         return False
 
 
+#: A fastatari shared memory region as /proc shows it: Linux's memfd, or other POSIX's file,
+#: unlinked at once (FASTATARI_PLATFORM_PATHS=macos takes that way here).
+_BLOCK = re.compile(r"memfd:fastatari|/fastatari-[a-z0-9_]{8} \(deleted\)$")
+
+
 def blocks_held(pid: int | str = "self") -> int:
     """fastatari shared memory regions a process maps or holds open (they have no name in /dev/shm:
     each is freed with the last process that holds it). In this process, after a collection: an
@@ -27,11 +33,11 @@ def blocks_held(pid: int | str = "self") -> int:
     fds = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            fds += "memfd:fastatari" in os.readlink(f"/proc/{pid}/fd/{fd}")
+            fds += bool(_BLOCK.search(os.readlink(f"/proc/{pid}/fd/{fd}")))
         except OSError:
             pass
     with open(f"/proc/{pid}/maps") as maps:
-        return fds + maps.read().count("memfd:fastatari")
+        return fds + sum(bool(_BLOCK.search(line.rstrip("\n"))) for line in maps)
 
 
 def shm_segments() -> set:

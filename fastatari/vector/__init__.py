@@ -9,8 +9,10 @@ executor: ``pool`` (worker processes, replies, restarts), ``messages`` (the pipe
 ``launch`` (how a worker process starts), ``worker`` (the worker's loop), ``buffers`` (the
 shared memory), ``lineup`` (games, options, which worker runs which env; ``game_costs``, run
 with ``python -m``, measures the cost table it balances by), ``placement`` (cores and
-pinning). Importing this package imports none of them until a name below is used, so a worker
-process never loads the trainer-side modules.
+pinning), ``host`` (what the platforms do differently, decided once; forced by
+``FASTATARI_PLATFORM_PATHS`` to test other platforms' ways). Importing this package imports
+none of them until a name below is used, so a worker process never loads the trainer-side
+modules.
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ The columns come from :mod:`fastatari.core.schema` (plus the observations and a 
 so a new info field needs no edit here. The memory has no name in the file system where the
 platform allows it (Linux ``memfd_create``; elsewhere on POSIX a temporary file unlinked at
 once): it is passed to the workers as a file descriptor and disappears with the last process
-that maps it, so a killed trainer cannot leak it.
+that maps it, so a killed trainer cannot leak it. (On Windows it has a name, and Windows frees it
+with its last handle.) Which of these: :data:`fastatari.vector.host.HOST`'s ``memory``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Dict, Optional, Tuple, Union
 import numpy as np
 
 from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
+from fastatari.vector.host import HOST
 
 #: The control words at offset 0: fa_wait.h's FA_CONTROL_BYTES (a test holds them equal;
 #: written here so that the layout needs no compiled module).
@@ -106,10 +108,10 @@ class SharedMemory:
     def __init__(self, size: int, handle: Optional[Handle] = None) -> None:
         self.size = size
         self.fd: Optional[int] = None
-        if sys.platform == "win32":
+        if HOST.memory == "named":
             name = handle if isinstance(handle, str) else f"fastatari-{uuid.uuid4().hex}"
             self.handle: Handle = name
-            self.mmap = mmap.mmap(-1, size, tagname=name)
+            self.mmap = _named_mapping(size, name)
             return
         if handle is None:
             handle = _anonymous_file(size)
@@ -130,9 +132,17 @@ class SharedMemory:
                 del self.mmap
 
 
+def _named_mapping(size: int, name: str) -> mmap.mmap:
+    """``size`` zero bytes of shared memory named ``name`` (Windows: freed with its last
+    handle)."""
+    if sys.platform != "win32":  # (no HOST has "named" memory elsewhere)
+        raise OSError("a named shared mapping needs Windows")
+    return mmap.mmap(-1, size, tagname=name)
+
+
 def _anonymous_file(size: int) -> int:
     """A descriptor of ``size`` zero bytes of shared memory with no name anywhere."""
-    if hasattr(os, "memfd_create"):  # Linux
+    if HOST.memory == "memfd":  # Linux
         fd = os.memfd_create("fastatari", os.MFD_CLOEXEC)
     else:  # other POSIX: a temporary file, unlinked before anyone could leak it
         directory = "/dev/shm" if os.path.isdir("/dev/shm") else None

@@ -11,8 +11,12 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, cast
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
-                             ResetNeeded)
+from gymnasium.error import (
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    NoAsyncCallError,
+    ResetNeeded,
+)
 from gymnasium.vector import AutoresetMode
 
 from fastatari.vector._step import CallGuard

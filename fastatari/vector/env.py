@@ -21,12 +21,10 @@ from gymnasium.vector.utils import batch_space
 from fastatari.core import validate
 from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
-from fastatari.vector import contract, rollout
-from fastatari.vector import _step
+from fastatari.vector import _step, contract, rollout
 from fastatari.vector.book import EnvBook
 from fastatari.vector.contract import CallOrder, State
-from fastatari.vector.executor import (Executor, WorkerError, check_command, faults,
-                                       raised_envs)
+from fastatari.vector.executor import Executor, WorkerError, check_command, faults, raised_envs
 from fastatari.vector.messages import Reply
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.rollout import Rollout

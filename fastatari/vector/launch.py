@@ -13,23 +13,27 @@ A fresh interpreter imports numpy and ale_py in ~0.25 s of one core; the workers
 parallel, so this costs about what forking from a preloaded server did once it was up.
 
 Windows has no descriptor passing for ``subprocess``: there workers are multiprocessing
-``spawn`` children (which re-import ``__main__``, so a main guard is needed there).
+``spawn`` children (which re-import ``__main__``, so a main guard is needed there), and a
+worker's stderr is the trainer's (not captured). Which of the two: :data:`HOST.spawn
+<fastatari.vector.host.HOST>`, which ``FASTATARI_PLATFORM_PATHS=windows`` forces on POSIX: there
+spawn passes the descriptors at their numbers (multiprocessing's ``DupFd``).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
-from multiprocessing import spawn
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+from multiprocessing import reduction, spawn
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import IO, List, Optional, Union
+from typing import IO, Any, Callable, List, Optional, Tuple, Union
 
 from fastatari.vector.buffers import Handle
+from fastatari.vector.host import HOST
 
 __all__ = ["WorkerProcess", "launch"]
 
@@ -101,18 +105,24 @@ class WorkerProcess:
             return ""
 
     def release(self) -> None:
-        """Close the pipe and the captured stderr (the process must be gone)."""
+        """Close the pipe and the captured stderr (the process must be gone), and a spawn
+        child's own descriptors."""
         self.conn.close()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if isinstance(self._process, BaseProcess):
+            try:
+                self._process.close()
+            except ValueError:  # still running (a kill not yet done): its finalizer closes them
+                pass
 
 
 def launch(memory: Handle, name: str, wake_fd: int = -1) -> WorkerProcess:
     """Start a worker process; ``memory`` is the shared memory's handle it inherits, and
     ``wake_fd`` (unless -1) the eventfd it wakes the trainer with."""
-    if sys.platform == "win32":
-        return _launch_spawn(name)
+    if HOST.spawn:
+        return _launch_spawn(memory, name, wake_fd)
     parent, child = mp.Pipe()
     stderr = tempfile.TemporaryFile(prefix="fastatari-worker-")
     try:
@@ -141,13 +151,49 @@ def _python() -> str:
     return spawn.get_executable() or sys.executable
 
 
-def _launch_spawn(name: str) -> WorkerProcess:  # pragma: no cover - Windows
-    from fastatari.vector.worker import serve
-
+def _launch_spawn(memory: Handle, name: str, wake_fd: int) -> WorkerProcess:
+    """A multiprocessing ``spawn`` child running the worker: Windows' way (the memory's handle
+    is its name there), and POSIX's where forced (the memory and the eventfd are descriptors,
+    which the child inherits at their numbers)."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
-    process = ctx.Process(target=serve, args=(child,), name=name, daemon=True)
-    process.start()
-    child.close()
+    fds = [fd for fd in (memory, wake_fd) if isinstance(fd, int) and fd >= 0]
+    process = ctx.Process(target=_serve_spawned, args=(child, [_Inherited(fd) for fd in fds]),
+                          name=name, daemon=True)
+    try:
+        process.start()
+    except BaseException:
+        parent.close()
+        raise
+    finally:
+        child.close()
     assert process.pid is not None  # started
     return WorkerProcess(parent, process.pid, process, None)
+
+
+class _Inherited:
+    """A descriptor a spawn child inherits: pickled with the child's arguments, where
+    multiprocessing's ``DupFd`` passes it to the child at the same number (POSIX spawn)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self) -> Tuple[Callable[..., int], Tuple[Any, ...]]:
+        return _inherited, (self.fd, reduction.DupFd(self.fd))
+
+
+def _inherited(fd: int, dup: Any) -> int:
+    """In the child: the descriptor ``fd`` names in the :class:`WorkerConfig` is there."""
+    got = dup.detach()
+    if got != fd:  # (not spawn: the worker's config would name the wrong descriptor)
+        raise RuntimeError(f"descriptor {fd} reached the worker as {got}")
+    return got
+
+
+def _serve_spawned(conn: Connection, inherited: List[int]) -> None:
+    """A spawn child's entry: ``inherited`` holds the descriptors it was passed (already
+    checked in place by their unpickling)."""
+    from fastatari.vector.worker import serve
+
+    del inherited
+    serve(conn)

@@ -6,6 +6,7 @@ import os
 from typing import Any, List, Optional
 
 from fastatari.core.validate import is_int
+from fastatari.vector.host import HOST
 
 __all__ = ["resolve_cpus", "usable_cores"]
 
@@ -25,7 +26,7 @@ def resolve_cpus(cpus: Any, num_workers: int) -> Optional[List[int]]:
     core; ``ValueError`` for ids this process may not use."""
     if cpus is None:
         return None
-    if not hasattr(os, "sched_setaffinity"):
+    if not HOST.affinity:
         raise ValueError("cpus= needs Linux (os.sched_setaffinity); leave it None here")
     allowed = sorted(os.sched_getaffinity(0))
     if isinstance(cpus, str):

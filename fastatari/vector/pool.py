@@ -41,14 +41,31 @@ import numpy as np
 from fastatari.vector import _wait, messages
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.config import WorkerSettings
-from fastatari.vector.executor import (Executor, RestartPolicy, SeedBook, WorkerError,
-                                       deadline, faults, remaining)
+from fastatari.vector.executor import (
+    Executor,
+    RestartPolicy,
+    SeedBook,
+    WorkerError,
+    deadline,
+    faults,
+    remaining,
+)
+from fastatari.vector.host import HOST
 from fastatari.vector.launch import WorkerProcess, launch
 from fastatari.vector.lineup import assign_workers
+from fastatari.vector.messages import (
+    GAME_FACTORY,
+    Op,
+    Reply,
+    ReplyKind,
+    ResetRequest,
+    WorkerConfig,
+    encode_clone,
+    encode_render,
+    encode_reset,
+    encode_restore,
+)
 from fastatari.vector.plan import VectorPlan
-from fastatari.vector.messages import (GAME_FACTORY, Op, Reply, ReplyKind, ResetRequest,
-                                       WorkerConfig, encode_clone, encode_render,
-                                       encode_reset, encode_restore)
 
 __all__ = ["WorkerError", "WorkerPool"]
 
@@ -69,8 +86,9 @@ SPIN_SECONDS = 5e-6
 SPIN_PROBE = 16
 #: Without epoll (portable waits): how long a nap lasts before the trainer looks at the pipes.
 NAP_SLICE_SECONDS = 2e-3
-#: FASTATARI_PORTABLE_WAITS=1 uses the portable waits where the fast ones exist (to test them).
-PORTABLE_WAITS = not _wait.FAST_WAITS or os.environ.get("FASTATARI_PORTABLE_WAITS") == "1"
+#: The portable waits: where the fast ones are not compiled in, or where forced
+#: (FASTATARI_PORTABLE_WAITS=1, FASTATARI_PLATFORM_PATHS: :mod:`fastatari.vector.host`).
+PORTABLE_WAITS = not _wait.FAST_WAITS or HOST.portable_waits
 #: Each command's encoder, and the reply kind that carries its values (None: no values).
 _COMMANDS: Dict[str, Tuple[Callable[[list], bytes], Optional[ReplyKind]]] = {
     "reset": (encode_reset, None), "render": (encode_render, ReplyKind.RENDERED),
@@ -286,11 +304,16 @@ class WorkerPool(Executor):
 
     def _nap_until(self, target: int, until: Optional[float], spin: float) -> int:
         """The portable waits: after a spin of ``spin`` seconds, naps between looks at the
-        pipes."""
+        pipes. A signal's handler may close the pool during a nap (a ``close()`` from it):
+        the memory stays mapped until this returns, and the wait raises instead of going on."""
+        control = self.buffers.control  # (held: mapped while this waits, as HotPath's waits)
         while True:
             left = remaining(until)
             nap = NAP_SLICE_SECONDS if left is None else min(NAP_SLICE_SECONDS, left)
-            if _wait.wait_done(self.buffers.control, target, -1, -1, spin, nap) == _wait.DONE:
+            found = _wait.wait_done(control, target, -1, -1, spin, nap)
+            if self._hot.closed:
+                raise RuntimeError("the vector env's workers were closed")
+            if found == _wait.DONE:
                 return _wait.DONE
             spin = 0.0
             if _wait_pipes(self._conns(), 0.0):
@@ -459,7 +482,7 @@ class WorkerPool(Executor):
 def _wait_pipes(conns: List[Connection], timeout: Optional[float]) -> List[Connection]:
     """``multiprocessing.connection.wait`` without the Python selector it builds per call
     where ``poll(2)`` is at hand."""
-    if not hasattr(select, "poll"):  # Windows
+    if not HOST.poll:  # Windows
         # ignore: typeshed's wait() returns any waitable; it returns the Connections given
         return wait(conns, timeout=timeout)  # type: ignore[return-value]
     poller = select.poll()

@@ -13,8 +13,7 @@ from typing import Any, Dict, List, Sequence, cast
 from gymnasium.vector import AutoresetMode
 
 from fastatari.core import validate
-from fastatari.core.snapshot import (FORMAT, EnvSnapshot, GameState, check_snapshots,
-                                     warn_if_inexact)
+from fastatari.core.snapshot import FORMAT, EnvSnapshot, GameState, check_snapshots, warn_if_inexact
 from fastatari.vector import contract
 from fastatari.vector.contract import CallOrder, State
 from fastatari.vector.executor import Executor, check_command, raised_envs

@@ -18,8 +18,8 @@ announced by the worker's ``pending`` word.
 from __future__ import annotations
 
 import dataclasses
-import pkgutil
 import os
+import pkgutil
 import signal
 import sys
 import time
@@ -34,8 +34,7 @@ from fastatari.core.game import ALE_ACTIONS, AtariGame
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
 from fastatari.core.snapshot import GameState, PendingReset, pack_frames, unpack_frames
 from fastatari.vector import messages
-from fastatari.vector._wait import (SpinRule, claim, complete, generation, output,
-                                    wait_generation)
+from fastatari.vector._wait import SpinRule, claim, complete, generation, output, wait_generation
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Command, Op, ResetRequest, WorkerConfig
 

@@ -2,6 +2,7 @@
 shared memory between mappings and processes, and closing without leaks."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -10,9 +11,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from .._processes import blocks_held, linux_only
 from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
-from fastatari.vector.buffers import Layout, SharedMemory, SharedBuffers
+from fastatari.vector import buffers as buffers_module
+from fastatari.vector.buffers import Layout, SharedBuffers, SharedMemory
+from fastatari.vector.host import HOST
+
+from .._processes import blocks_held, linux_only
 
 OBS_SHAPES = [(4, 84, 84), (84, 84, 4), (1, 7, 5), (4, 84, 84, 3), (210, 160, 12), (3,)]
 NUM_ENVS = [1, 3, 8, 17]
@@ -30,11 +34,26 @@ def memfd_fds() -> set:
     return held
 
 
+#: The memory as Linux has it (an unnamed memfd; skipped elsewhere, and where
+#: FASTATARI_PLATFORM_PATHS forces another platform's).
+memfd_only = pytest.mark.skipif(HOST.memory != "memfd", reason="Linux's memfd")
+#: Each way of shared memory this machine can run: its own, and other POSIX's (an unlinked
+#: file) where it is POSIX.
+POSIX_MEMORY = ["memfd", "file"] if HOST.memory == "memfd" else [HOST.memory]
+
+
 @pytest.fixture
 def buffers():
     buf = SharedBuffers(Layout(5, (4, 6, 7)))
     yield buf
     buf.close()
+
+
+@pytest.fixture(params=POSIX_MEMORY)
+def memory(request, monkeypatch):
+    """Each POSIX way of shared memory this machine runs (``HOST.memory``, forced)."""
+    monkeypatch.setattr(buffers_module, "HOST", dataclasses.replace(HOST, memory=request.param))
+    return request.param
 
 
 # -- layout --------------------------------------------------------------------------------------
@@ -143,7 +162,8 @@ def test_two_mappings_of_one_descriptor_see_each_other(buffers):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="descriptors are passed on POSIX")
-def test_a_child_process_given_the_descriptor_writes_what_the_parent_reads(buffers):
+def test_a_child_process_given_the_descriptor_writes_what_the_parent_reads(memory):
+    buffers = SharedBuffers(Layout(5, (4, 6, 7)))  # (in the fixture's way: memfd or file)
     child = textwrap.dedent(f"""
         import sys
         from fastatari.vector.buffers import Layout, SharedBuffers
@@ -154,12 +174,15 @@ def test_a_child_process_given_the_descriptor_writes_what_the_parent_reads(buffe
         buf.final_info["frame_number"][2] = 123456789
         buf.close()
     """)
-    buffers.action[1] = 41
-    subprocess.run([sys.executable, "-c", child], pass_fds=(buffers.handle,), check=True,
-                   timeout=60)
-    assert buffers.action[1] == 42
-    assert buffers.obs[3, 0, 5, 6] == 200
-    assert buffers.final_info["frame_number"][2] == 123456789
+    try:
+        buffers.action[1] = 41
+        subprocess.run([sys.executable, "-c", child], pass_fds=(buffers.handle,), check=True,
+                       timeout=60)
+        assert buffers.action[1] == 42
+        assert buffers.obs[3, 0, 5, 6] == 200
+        assert buffers.final_info["frame_number"][2] == 123456789
+    finally:
+        buffers.close()
 
 
 # -- closing -------------------------------------------------------------------------------------
@@ -181,7 +204,7 @@ def test_close_while_a_view_is_held_closes_the_descriptor():
     assert buf.memory.fd is None
     with pytest.raises(OSError):
         os.fstat(fd)
-    if sys.platform == "linux":
+    if HOST.memory == "memfd":
         assert blocks_held()  # the view maps it
         del view
         assert not blocks_held()  # the last view unmapped it, while buf lives
@@ -215,6 +238,7 @@ def test_shared_block_close_is_idempotent():
 
 
 @linux_only
+@memfd_only
 def test_block_is_an_unnamed_memfd_not_in_dev_shm():
     before = set(os.listdir("/dev/shm"))
     buf = SharedBuffers(Layout(4, (4, 84, 84)))
@@ -228,6 +252,7 @@ def test_block_is_an_unnamed_memfd_not_in_dev_shm():
 
 
 @linux_only
+@memfd_only
 def test_close_leaves_no_memfd_descriptor():
     held = memfd_fds()  # blocks earlier tests in this process may still hold
     buf = SharedBuffers(Layout(4, (4, 84, 84)))
@@ -239,3 +264,23 @@ def test_close_leaves_no_memfd_descriptor():
     second.close()
     first.close()
     assert memfd_fds() == held
+
+
+@linux_only
+def test_the_file_memory_of_other_posix_has_no_name_left_and_goes_with_its_descriptor(
+        monkeypatch):
+    """Elsewhere on POSIX (macOS), a temporary file unlinked before anyone could leak it:
+    nothing of it in the file system while it lives, and closed with its last descriptor."""
+    monkeypatch.setattr(buffers_module, "HOST", dataclasses.replace(HOST, memory="file"))
+    before = set(os.listdir("/dev/shm"))
+    buf = SharedBuffers(Layout(4, (4, 84, 84)))
+    fd = buf.handle
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        assert "fastatari-" in target and target.endswith(" (deleted)"), target
+        assert not [n for n in set(os.listdir("/dev/shm")) - before if "fastatari" in n]
+        assert os.fstat(fd).st_size == buf.layout.nbytes
+    finally:
+        buf.close()
+    with pytest.raises(OSError):
+        os.fstat(fd)

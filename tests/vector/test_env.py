@@ -11,17 +11,22 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.error import (AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError,
-                             ResetNeeded)
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from ale_py.registration import rom_id_to_name
+from gymnasium.error import (
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    NoAsyncCallError,
+    ResetNeeded,
+)
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 import fastatari  # noqa: F401 - registers fastatari/<Game>-v5
-from .._processes import alive, blocks_held, linux_only, shm_segments
 from fastatari import AtariEnv
 from fastatari.vector import AtariVectorEnv, make_vec, messages
 from fastatari.vector.plan import VectorPlan
+
+from .._processes import alive, blocks_held, linux_only, shm_segments
 
 gym.register_envs(ale_py)
 

@@ -11,8 +11,8 @@ from gymnasium.vector import AutoresetMode
 
 import fastatari
 from fastatari.vector.config import VECTOR_KEYWORDS, VectorConfig, WorkerSettings, split_keywords
-from fastatari.vector.plan import plan_vec
 from fastatari.vector.executor import RestartPolicy, SeedBook
+from fastatari.vector.plan import plan_vec
 
 
 def test_config_defaults_and_checks():

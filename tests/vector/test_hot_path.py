@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -13,9 +14,9 @@ import warnings
 import numpy as np
 import pytest
 
-from .._processes import alive, linux_only
 from fastatari.vector import WorkerError, make_vec
 
+from .._processes import alive, linux_only
 from .test_workers import FAST, clean_run, run_script
 
 
@@ -175,15 +176,24 @@ def test_more_workers_than_cores_still_exact():
         assert np.array_equal(want, have), t
 
 
-def test_portable_waits_give_the_same_steps(tmp_path):
+@pytest.mark.skipif(sys.platform != "linux", reason="forces other platforms' paths on Linux")
+@pytest.mark.parametrize("forced, ways", [
+    ("FASTATARI_PORTABLE_WAITS=1", "True False memfd"),
+    ("FASTATARI_PLATFORM_PATHS=macos", "True False file"),
+    ("FASTATARI_PLATFORM_PATHS=windows", "True True memfd"),
+])
+def test_portable_paths_give_the_same_steps(tmp_path, monkeypatch, forced, ways):
     """The waits of macOS and Windows (spin, then naps; the pipes looked at between naps),
-    forced here with FASTATARI_PORTABLE_WAITS=1: the same bytes as the fast waits, sync and
-    async, and a killed worker still seen through its pipe."""
+    forced here with FASTATARI_PORTABLE_WAITS=1, and with them the rest of those platforms'
+    paths that Linux can run (FASTATARI_PLATFORM_PATHS: macOS's unlinked file for the memory;
+    Windows' spawn children and multiprocessing's pipe waits): the same bytes as Linux's own
+    paths, sync and async, and a killed worker still seen through its pipe."""
     body = """
         import hashlib, os, signal, sys
         import numpy as np
         from fastatari import make_vec
         from fastatari.vector import pool
+        from fastatari.vector.host import HOST
 
         digest = hashlib.sha256()
         with make_vec("breakout", 6, num_workers=2, batch_size=2,
@@ -199,17 +209,18 @@ def test_portable_waits_give_the_same_steps(tmp_path):
             digest.update(after.tobytes())
             os.kill(envs.worker_pids[0], signal.SIGKILL)
             *_, info = envs.step(np.zeros(6, np.int64))
-            print(pool.PORTABLE_WAITS, info["worker_restarted"].tolist(), digest.hexdigest())
+            print(pool.PORTABLE_WAITS, HOST.spawn, HOST.memory,
+                  info["worker_restarted"].tolist(), digest.hexdigest())
     """
-    fast = run_script(tmp_path, body)
-    os.environ["FASTATARI_PORTABLE_WAITS"] = "1"
-    try:
-        portable = run_script(tmp_path, body)
-    finally:
-        del os.environ["FASTATARI_PORTABLE_WAITS"]
-    assert fast.returncode == 0 and portable.returncode == 0, fast.stderr + portable.stderr
-    assert portable.stdout.startswith("True [True, True, True, False, False, False]")
-    assert portable.stdout.split()[-1] == fast.stdout.split()[-1]
+    for name in ("FASTATARI_PORTABLE_WAITS", "FASTATARI_PLATFORM_PATHS"):
+        monkeypatch.delenv(name, raising=False)  # (as a forced run of the suite sets them)
+    native = run_script(tmp_path, body)
+    monkeypatch.setenv(*forced.split("="))
+    portable = run_script(tmp_path, body)
+    assert native.returncode == 0 and portable.returncode == 0, native.stderr + portable.stderr
+    assert native.stdout.startswith("False False memfd")
+    assert portable.stdout.startswith(ways + " [True, True, True, False, False, False]")
+    assert portable.stdout.split()[-1] == native.stdout.split()[-1]
 
 
 def test_the_trainer_stops_spinning_on_slow_batches():

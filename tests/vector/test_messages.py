@@ -12,6 +12,7 @@ from fastatari.vector import messages
 from fastatari.vector.buffers import Layout
 from fastatari.vector.messages import GAME_FACTORY, Command, Reply, ReplyKind, WorkerConfig
 
+
 # -- commands (the pipe carries the rare ones: steps go through shared memory) ------------
 @pytest.mark.parametrize("requests", [
     [],

@@ -2,15 +2,18 @@
 each refused value with the exception type the module documents and a message naming it."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
 import numpy as np
 import pytest
 
+from fastatari.vector import placement
+from fastatari.vector.host import HOST
 from fastatari.vector.placement import resolve_cpus, usable_cores
 
-linux_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"),
+linux_affinity = pytest.mark.skipif(not HOST.affinity,
                                     reason="CPU pinning needs Linux (os.sched_setaffinity)")
 
 
@@ -55,4 +58,13 @@ def test_resolve_cpus_refuses_ids_this_process_may_not_use(cpus):
 @pytest.mark.parametrize("cpus", ["all", "", 0, 1.5, True, [], (), {0}, np.array([0])])
 def test_resolve_cpus_refuses_wrong_types_with_value_error(cpus):
     with pytest.raises(ValueError, match="^cpus must be None, 'auto' or a "):
+        resolve_cpus(cpus, 2)
+
+
+@pytest.mark.parametrize("cpus", ["auto", [0]])
+def test_without_pinning_cpus_are_refused_and_none_is_not(monkeypatch, cpus):
+    """macOS and Windows (FASTATARI_PLATFORM_PATHS forces their way here): no pinning."""
+    monkeypatch.setattr(placement, "HOST", dataclasses.replace(HOST, affinity=False))
+    assert resolve_cpus(None, 2) is None
+    with pytest.raises(ValueError, match=r"^cpus= needs Linux \(os.sched_setaffinity\)"):
         resolve_cpus(cpus, 2)

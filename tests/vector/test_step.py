@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError
 
-from fastatari.vector import make_vec
-from fastatari.vector import _step
+from fastatari.vector import _step, make_vec
 
 # short games with sticky actions: episodes, games and autoresets within a few hundred steps
 SHORT = dict(max_num_frames_per_episode=300, num_workers=2)
@@ -203,10 +202,13 @@ def test_the_compiled_send_and_recv_give_the_general_paths_results(kwargs):
         compiled._checked_recv = lambda: general_recvs.append(1) or checked()
         actions = np.random.default_rng(2).integers(0, compiled.single_action_space.n, (300, 4))
         ours, theirs = async_run(compiled, actions, 2), async_run(general, actions, 2)
-        # the compiled recv answered most batches whole (the general one: final observations)
+        # the compiled recv answered most batches whole (the general one: final observations);
+        # without a compiled wait (the portable waits: no hot_path) the general recv waits,
+        # and the compiled results still answer
         batches = sum(map(len, ours)) / 2
         assert len(general_calls) < 0.2 * batches, len(general_calls)
-        assert len(general_recvs) < 0.2 * batches, len(general_recvs)
+        if compiled.executor.hot_path is not None:
+            assert len(general_recvs) < 0.2 * batches, len(general_recvs)
         games = 0
         for i in range(4):
             for t, (x, y) in enumerate(zip(ours[i], theirs[i], strict=True)):

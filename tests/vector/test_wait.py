@@ -14,8 +14,19 @@ import numpy as np
 import pytest
 
 from fastatari.vector import _wait
-from fastatari.vector._wait import (CONTROL_BYTES, DONE, EVENT, TIMEOUT, claim, complete,
-                                    completed, generation, publish, wait_done, wait_generation)
+from fastatari.vector._wait import (
+    CONTROL_BYTES,
+    DONE,
+    EVENT,
+    TIMEOUT,
+    claim,
+    complete,
+    completed,
+    generation,
+    publish,
+    wait_done,
+    wait_generation,
+)
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="eventfd, epoll")
 

@@ -3,28 +3,41 @@ guard needed, the trainer's script never re-run), restarted after crashes and ha
 restart policy, gone when the trainer dies, seeds checked in the trainer, CPU pinning."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from multiprocessing.process import BaseProcess
 
 import numpy as np
 import pytest
 
-from .._processes import alive, blocks_held, linux_only, shm_segments
 from fastatari.vector import AtariVectorEnv, WorkerError, launch, make_vec, plan_vec, pool
+from fastatari.vector.host import HOST
+
+from .._processes import alive, blocks_held, linux_only, shm_segments
 
 FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=1200)
 
 
-def run_script(tmp_path, body: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_script(tmp_path, body: str, timeout: float = 120,
+               main_guard: bool = True) -> subprocess.CompletedProcess:
+    """Run ``body`` as a trainer's script, ``train.py`` in ``tmp_path``: under a main guard, as
+    Windows needs it (its spawn children re-import the script: HOST.spawn), unless
+    ``main_guard`` is False."""
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(body))
+    script.write_text(as_script(body, main_guard))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=tmp_path)
+
+
+def as_script(body: str, main_guard: bool = True) -> str:
+    body = textwrap.dedent(body)
+    return 'if __name__ == "__main__":\n' + textwrap.indent(body, "    ") if main_guard else body
 
 
 def clean_run(n, seed, actions, **kwargs):
@@ -36,8 +49,10 @@ def clean_run(n, seed, actions, **kwargs):
 
 
 # -- the entry point ---------------------------------------------------------------------------
+@pytest.mark.skipif(HOST.spawn, reason="spawn children re-import __main__ (Windows: a main "
+                                       "guard is needed)")
 def test_script_without_main_guard_runs_its_top_level_once(tmp_path):
-    result = run_script(tmp_path, """
+    result = run_script(tmp_path, main_guard=False, body="""
         import numpy as np
         from fastatari import make_vec
         with open("runs.txt", "a") as f:
@@ -54,11 +69,13 @@ def test_script_without_main_guard_runs_its_top_level_once(tmp_path):
     assert (tmp_path / "runs.txt").read_text() == "top level\n"
 
 
+@pytest.mark.skipif(HOST.spawn, reason="spawn children re-import __main__, and so its imports "
+                                       "(Windows)")
 def test_workers_never_import_the_trainers_modules(tmp_path):
     # a stand-in for torch: records every process that imports it
     (tmp_path / "heavy.py").write_text(
         "import os\nwith open('heavy-imports.txt', 'a') as f:\n    f.write(f'{os.getpid()}\\n')\n")
-    result = run_script(tmp_path, """
+    result = run_script(tmp_path, main_guard=False, body="""
         import os
         import heavy
         import numpy as np
@@ -74,6 +91,8 @@ def test_workers_never_import_the_trainers_modules(tmp_path):
     assert (tmp_path / "heavy-imports.txt").read_text().splitlines() == [trainer]
 
 
+@pytest.mark.skipif(HOST.spawn, reason="a spawn child starts as `python -c` in the working "
+                    "directory: multiprocessing's own imports (pickle) find a planted one first")
 def test_workers_import_nothing_from_the_working_directory(tmp_path):
     """``cd /shared/folder && python /path/train.py``: a json.py (or numpy.py) planted in the
     folder the job starts from must not run in the workers (nor in the trainer)."""
@@ -84,7 +103,7 @@ def test_workers_import_nothing_from_the_working_directory(tmp_path):
     for name in ("json", "numpy", "pickle", "fastatari"):
         (shared / f"{name}.py").write_text(
             f"import os\nopen({str(marker)!r}, 'a').write('{name} ' + str(os.getpid()))\n")
-    (job / "train.py").write_text(textwrap.dedent("""
+    (job / "train.py").write_text(as_script("""
         import numpy as np
         from fastatari import make_vec
         with make_vec("breakout", 2, num_workers=2, repeat_action_probability=0.0) as envs:
@@ -110,6 +129,7 @@ def test_python_dash_c_works(tmp_path):
     assert result.stdout.strip() == "OK"
 
 
+@pytest.mark.skipif(HOST.spawn, reason="patches the subprocess launch's boot line")
 def test_a_worker_that_never_starts_fails_fast_with_its_cause_and_stderr(monkeypatch):
     monkeypatch.setattr(launch, "_BOOT",
                         "import sys; sys.stderr.write('boom: cannot start\\n'); sys.exit(3)")
@@ -120,6 +140,46 @@ def test_a_worker_that_never_starts_fails_fast_with_its_cause_and_stderr(monkeyp
         make_vec("breakout", 2, num_workers=1, **FAST)
     assert time.monotonic() - start < 30
     assert shm_segments() <= before and not blocks_held()
+
+
+def test_a_worker_that_exits_as_it_starts_fails_fast_on_either_launch(tmp_path, monkeypatch):
+    """A worker that exits while it starts (its game factory's module exits when imported),
+    launched either way (HOST.spawn): three deaths without progress raise with the exit code,
+    and, where its stderr is captured (not spawn's: a spawn child's is the trainer's), its
+    tail."""
+    (tmp_path / "exiting_games.py").write_text(
+        "import sys\nsys.stderr.write('boom: cannot start\\n')\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # a worker gets the trainer's sys.path
+    plan = plan_vec("breakout", 2, num_workers=1, **FAST)
+    tail = "" if HOST.spawn else ".*boom: cannot start"
+    with pytest.raises(RuntimeError, match="(?s)worker 0 .*exit code 3; 3 times in a row "
+                                           "without progress" + tail):
+        AtariVectorEnv(plan, pool.WorkerPool(plan, "exiting_games:Game"))
+    assert not blocks_held()
+
+
+@linux_only
+def test_spawn_children_run_the_workers_as_the_launched_ones(monkeypatch):
+    """Windows' launch (multiprocessing spawn children), forced here (HOST.spawn) with this
+    platform's waits: the descriptors (the memory; on Linux the eventfd too) reach the
+    children at their numbers; the same steps as the default launch; a killed child is
+    replaced, and every child is gone with the env."""
+    actions = np.random.default_rng(7).integers(0, 4, (8, 4))
+    expected = clean_run(4, 2, actions, num_workers=2)
+    monkeypatch.setattr(launch, "HOST", dataclasses.replace(HOST, spawn=True))
+    with make_vec("breakout", 4, num_workers=2, **FAST) as envs:
+        assert all(isinstance(w._process, BaseProcess) for w in envs.executor._res.workers)
+        got = [envs.reset(seed=2)[0]] + [envs.step(a)[0] for a in actions[:-1]]
+        killed = envs.worker_pids[1]
+        os.kill(killed, signal.SIGKILL)
+        obs, *_, info = envs.step(actions[-1])
+        assert info["worker_restarted"].tolist() == [False, False, True, True]
+        assert envs.worker_restarts == 1 and killed not in envs.worker_pids
+        pids = envs.worker_pids
+    for t, have in enumerate(got):
+        assert np.array_equal(expected[t], have), t
+    assert np.array_equal(obs[:2], expected[-1][:2])  # worker 0 lost nothing
+    assert not any(alive(p) for p in pids + [killed])
 
 
 def test_a_kill_during_start_up_is_absorbed(monkeypatch):
@@ -201,10 +261,11 @@ _LOOPS = {
 def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(tmp_path, loop):
     """Ctrl-C: the trainer closes its workers; SIGKILL and SIGTERM (no cleanup in the trainer):
     the workers see their pipes close and exit within 1 s. The shared memory is an unnamed memfd
-    (nothing in /dev/shm), which the kernel frees with the last process holding it. A trainer
+    (nothing in /dev/shm; elsewhere on POSIX a file unlinked at once: HOST.memory), which the
+    kernel frees with the last process holding it. A trainer
     stepping, or sending and receiving (each its compiled call)."""
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(as_script(textwrap.dedent("""
         import signal
         import numpy as np
         from fastatari import make_vec
@@ -215,7 +276,7 @@ def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(t
                         repeat_action_probability=0.0)
         envs.reset(seed=0)
         print("PIDS", *envs.worker_pids, flush=True)
-    """) + _LOOPS[loop] + "\n")
+    """) + _LOOPS[loop] + "\n"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     for sig in (signal.SIGINT, signal.SIGKILL, signal.SIGTERM):
         proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
@@ -224,8 +285,8 @@ def test_a_killed_or_interrupted_trainer_leaves_no_worker_and_no_shared_memory(t
         try:
             pids = [int(p) for p in proc.stdout.readline().split()[1:]]
             assert len(pids) == 2 and all(alive(p) for p in pids)
-            with open(f"/proc/{proc.pid}/maps") as maps:
-                assert "/dev/shm/" not in maps.read()
+            with open(f"/proc/{proc.pid}/maps") as maps:  # (other POSIX: a file, unlinked)
+                assert not [m for m in maps if "/dev/shm/" in m and "(deleted)" not in m]
             assert blocks_held(proc.pid) and all(blocks_held(p) for p in pids)
             time.sleep(0.3)
             proc.send_signal(sig)
@@ -262,7 +323,7 @@ def test_bad_seeds_are_refused_before_any_env_changes():
 
 
 # -- placement ---------------------------------------------------------------------------------
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux")
+@pytest.mark.skipif(not HOST.affinity, reason="needs Linux")
 def test_cpus_pin_workers_and_bad_ids_are_refused():
     allowed = sorted(os.sched_getaffinity(0))
     with make_vec("breakout", 2, num_workers=2, cpus="auto", **FAST) as envs:
