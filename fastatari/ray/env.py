@@ -8,7 +8,7 @@ import numpy as np
 import ray
 
 from fastatari.ray.executor import DEFAULT_ACTOR_TIMEOUT, RayExecutor, Recovered
-from fastatari.vector.contract import one_caller
+from fastatari.vector.calls import one_caller
 from fastatari.vector.env import AtariVectorEnv
 from fastatari.vector.executor import check_command
 from fastatari.vector.messages import Reply

@@ -3,16 +3,17 @@
 The submodules, from the API down: ``env`` (:class:`AtariVectorEnv`: gymnasium's contract),
 ``snapshots`` (clone, restore, checkpoints), ``book`` (the per-env bookkeeping), ``plan``
 (:func:`plan_vec`: games, options, actions and memory, checked before anything starts),
-``config`` (the vector keywords, declared once), ``contract`` (call order, autoreset names),
-``executor`` (what runs the envs, and the rules every runner shares), then the local
-executor: ``pool`` (worker processes, replies, restarts), ``messages`` (the pipe messages),
-``launch`` (how a worker process starts), ``worker`` (the worker's loop), ``buffers`` (the
-shared memory), ``lineup`` (games, options, which worker runs which env; ``game_costs``, run
-with ``python -m``, measures the cost table it balances by), ``placement`` (cores and
-pinning), ``host`` (what the platforms do differently, decided once; forced by
-``FASTATARI_PLATFORM_PATHS`` to test other platforms' ways). Importing this package imports
-none of them until a name below is used, so a worker process never loads the trainer-side
-modules.
+``config`` (the vector keywords, declared once), ``calls`` (the call order, one caller at a
+time), ``resets`` (autoreset names, reset masks), ``spaces`` (the batched observation space),
+``infos`` (batched info dicts), ``rollout`` (T steps as arrays), ``executor`` (what runs the
+envs, and the rules every runner shares), then the local executor: ``pool`` (worker processes,
+replies, restarts), ``messages`` (the pipe messages), ``launch`` (how a worker process starts),
+``worker`` (the worker's loop), ``buffers`` (the shared memory), ``lineup`` (games, options,
+which worker runs which env; ``game_costs``, run with ``python -m``, measures the cost table it
+balances by), ``placement`` (cores and pinning), ``host`` (what the platforms do differently,
+decided once; forced by ``FASTATARI_PLATFORM_PATHS`` to test other platforms' ways). Importing
+this package imports none of them until a name below is used, so a worker process never loads
+the trainer-side modules.
 """
 from __future__ import annotations
 

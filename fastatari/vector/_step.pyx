@@ -38,7 +38,7 @@ cdef enum:
 NOT_COMMON, ALL_STEP, SOME_RESET = _NOT_COMMON, _ALL_STEP, _SOME_RESET
 
 cdef uint8_t OP_STEP = 1, OP_RESET = 2  # messages.Op
-cdef uint8_t IDLE = 0, IN_FLIGHT = 1, ANSWERED = 2  # contract.Phase
+cdef uint8_t IDLE = 0, IN_FLIGHT = 1, ANSWERED = 2  # book.Phase
 #: Sets of the arrays a step (or a recv of a whole batch) returns, reused once no caller
 #: holds them.
 cdef int RESULT_SLOTS = 3
@@ -66,7 +66,7 @@ cdef class CallGuard:
     """Who is inside a vector env's calls: one thread at a time, as in gymnasium's vector envs;
     the same thread may enter again (a ``close()`` from a signal handler). Entered and left
     with the GIL held, which makes the look and the take one step; compiled, so that the
-    common step pays nothing for it (``contract.one_caller`` is the Python side)."""
+    common step pays nothing for it (``calls.one_caller`` is the Python side)."""
 
     cdef bint inside
     cdef unsigned long thread

@@ -1,6 +1,6 @@
 """The per-env bookkeeping of a vector env: one object, a small API, the only writer.
 
-For each env it keeps where its step is (:class:`~fastatari.vector.contract.Phase`: idle, in
+For each env it keeps where its step is (:class:`Phase`: idle, in
 flight, or answered and waiting for ``recv``; an env done after the batch a compiled ``recv``
 took stays in flight, with the executor, until the next takes it), the queue of answered envs
 in answer order,
@@ -14,15 +14,23 @@ read and change this state through these methods only (as ale-py's vectorizer do
 from __future__ import annotations
 
 import collections
+import enum
 from typing import Any, Deque, Iterable, Tuple
 
 import numpy as np
 from gymnasium.error import AlreadyPendingCallError
 
-from fastatari.vector.contract import Phase
 from fastatari.vector.messages import Op, Reply, ReplyKind
 
-__all__ = ["EnvBook"]
+__all__ = ["EnvBook", "Phase"]
+
+
+class Phase(enum.IntEnum):
+    """Where one env's step is (the book keeps one per env)."""
+
+    IDLE = 0
+    IN_FLIGHT = 1  # sent to what runs it, not answered yet
+    ANSWERED = 2  # answered, waiting for recv()
 
 
 class EnvBook:

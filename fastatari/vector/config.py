@@ -16,8 +16,8 @@ from typing import Any, Dict, Optional, Tuple
 from gymnasium.vector import AutoresetMode
 
 from fastatari.core import validate
-from fastatari.vector.contract import autoreset_mode as autoreset_mode_of
 from fastatari.vector.placement import resolve_cpus, usable_cores
+from fastatari.vector.resets import autoreset_mode as autoreset_mode_of
 
 __all__ = ["DEFAULT_TIMEOUT", "VECTOR_KEYWORDS", "VectorConfig", "WorkerSettings",
            "split_keywords"]

@@ -21,14 +21,16 @@ from gymnasium.vector.utils import batch_space
 from fastatari.core import validate
 from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
-from fastatari.vector import _step, contract, rollout
+from fastatari.vector import _step, rollout
 from fastatari.vector.book import EnvBook
-from fastatari.vector.contract import CallOrder, State
+from fastatari.vector.calls import CallOrder, State, one_caller
 from fastatari.vector.executor import Executor, WorkerError, check_command, faults, raised_envs
 from fastatari.vector.messages import Reply
 from fastatari.vector.plan import VectorPlan
+from fastatari.vector.resets import reset_mask
 from fastatari.vector.rollout import Rollout
 from fastatari.vector.snapshots import Snapshots
+from fastatari.vector.spaces import BatchedBox
 
 __all__ = ["AtariVectorEnv", "WorkerError"]
 
@@ -131,7 +133,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         fails) and start it for ``plan``, unless ``started`` (a Ray actor's front over its
         running pool)."""
         self._state = State.CLOSED  # until construction succeeds
-        self._caller = _step.CallGuard()  # one caller at a time (contract.one_caller)
+        self._caller = _step.CallGuard()  # one caller at a time (calls.one_caller)
         config, lineup = plan.config, plan.lineup
         self.plan = plan
         self.executor = executor
@@ -179,7 +181,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.single_action_space: spaces.Space = (
             spaces.Box(ACTION_LOW.copy(), ACTION_HIGH.copy(), dtype=np.float32)
             if self.options.continuous else spaces.Discrete(plan.num_actions))
-        self.observation_space = contract.BatchedBox(self.single_observation_space, num_envs)
+        self.observation_space = BatchedBox(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
     def adopt(self, ended: np.ndarray, restarted: np.ndarray) -> None:
@@ -219,7 +221,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         return validate.check_env_ids(env_ids, self.num_envs)
 
     # -- reset ---------------------------------------------------------------------------------
-    @contract.one_caller
+    @one_caller
     def reset(self, *, seed: int | Sequence[Optional[int]] | None = None,
               options: Optional[Dict[str, Any]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
         """Reset all envs (or those in ``options["reset_mask"]``).
@@ -229,7 +231,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         in ale-py; they are checked before any env is touched.
         """
         self._check_not_async("reset")
-        mask = contract.reset_mask(options, self.num_envs, self._state is State.NEEDS_RESET)
+        mask = reset_mask(options, self.num_envs, self._state is State.NEEDS_RESET)
         if mask is None:
             mask = np.ones(self.num_envs, bool)
         seeds = validate.check_seeds(seed, self.num_envs)
@@ -251,7 +253,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them.
         Ctrl-C during the step closes the vector env (its envs are mid-step)."""
         fast, caller = self._fast, self._caller
-        # the common step: one compiled call, under the guard of contract.one_caller (entered
+        # the common step: one compiled call, under the guard of one_caller (entered
         # again by this thread inside rollout())
         entered = caller.enter("step")
         try:
@@ -287,7 +289,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             self.close()
             raise
 
-    _checked_step = contract.one_caller(_checked_step, call="step")
+    _checked_step = one_caller(_checked_step, call="step")
 
     def _after_round_trip(self, replies: List[Reply]) -> Tuple[np.ndarray, np.ndarray,
                                                                np.ndarray, np.ndarray,
@@ -330,7 +332,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self._dispatch(ids)
         self._state = State.ASYNC
 
-    _checked_send = contract.one_caller(_checked_send, call="send")
+    _checked_send = one_caller(_checked_send, call="send")
 
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
@@ -370,7 +372,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
 
-    _checked_recv = contract.one_caller(_recv, call="recv")
+    _checked_recv = one_caller(_recv, call="recv")
 
     def _dispatch(self, ids: np.ndarray) -> None:
         """Run ``ids``: autoreset ones reset, others step (restarted ones answer at once,
@@ -381,7 +383,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         if run.size:
             self.executor.run(ops)
 
-    @contract.one_caller
+    @one_caller
     def rollout(self, policy: Callable[[np.ndarray], Any], num_steps: int) -> Rollout:
         """``num_steps`` steps of every env with ``actions = policy(obs)`` before each, as
         arrays (:class:`~fastatari.vector.rollout.Rollout`: ``(T, N, ...)`` observations,
@@ -401,7 +403,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                              "reset (autoreset_mode is DISABLED)")
         return validate.check_int("num_steps", num_steps, 1)
 
-    @contract.one_caller
+    @one_caller
     def end_episodes(self, env_ids: Any) -> None:
         """Treat the episodes of ``env_ids`` as ended by the caller (a step limit counted
         outside, as fastatari.envpool's ``max_episode_steps``): under next-step autoreset
@@ -500,7 +502,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     # -- render, close -------------------------------------------------------------------------
     # ignore[override]: one array of every env's screen (as ale-py's AtariVectorEnv), not
     # gymnasium's tuple of frames
-    @contract.one_caller
+    @one_caller
     def render(self, env_ids: Any = None) -> Optional[np.ndarray]:  # type: ignore[override]
         """Raw RGB screens ``(len(env_ids), 210, 160, 3)`` (default: every env)."""
         self._check_not_async("render")
@@ -515,7 +517,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """Names of the actions, e.g. ``["NOOP", "FIRE", "RIGHT", "LEFT"]``."""
         return list(self.plan.action_meanings)
 
-    @contract.one_caller
+    @one_caller
     def close(self, **kwargs: Any) -> None:
         """Stop the workers and free the shared memory. Safe to call more than once. Steps in
         flight are dropped, with gymnasium's warning."""

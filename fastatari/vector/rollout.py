@@ -1,17 +1,25 @@
-"""``T`` steps of a vector env under one policy, as arrays (:meth:`AtariVectorEnv.rollout`),
-and the batched info dicts (gymnasium's vector layout: arrays with ``_key`` masks) cut and
-joined: a rollout stacks its steps' infos; ``fastatari.ray`` joins its actors' rollouts."""
+"""``T`` steps of a vector env under one policy, as arrays (:meth:`AtariVectorEnv.rollout`);
+``fastatari.ray`` joins its actors' rollouts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Sequence, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from fastatari.vector.env import AtariVectorEnv
+from fastatari.vector.infos import concat, stack
 
-__all__ = ["Rollout", "concat", "join", "run", "stack", "take"]
+__all__ = ["Rollout", "join", "run"]
+
+
+class Stepping(Protocol):
+    """What :func:`run` uses of a vector env (:class:`~fastatari.AtariVectorEnv`): its size,
+    its executor's shared buffers and ``step``."""
+
+    num_envs: int
+    executor: Any
+
+    def step(self, actions: Any) -> Any: ...
 
 
 class Rollout(NamedTuple):
@@ -33,7 +41,7 @@ class Rollout(NamedTuple):
     info: Dict[str, Any]  # entries (T, N)
 
 
-def run(env: "AtariVectorEnv", policy: Callable[[np.ndarray], Any], num_steps: int,
+def run(env: Stepping, policy: Callable[[np.ndarray], Any], num_steps: int,
         obs: np.ndarray) -> Rollout:
     """``num_steps`` synchronous steps of ``env`` (reset, idle, with an autoreset mode), with
     ``actions = policy(obs)`` before each; ``obs`` (``(num_steps, N, *obs_shape)``) receives
@@ -63,45 +71,3 @@ def join(parts: Sequence[Rollout], sizes: Sequence[int]) -> Rollout:
                    np.concatenate([part.next_obs for part in parts]),
                    concat([(part.info, size) for part, size in zip(parts, sizes, strict=True)],
                           axis=1))
-
-
-def take(info: Dict[str, Any], rows: Any) -> Dict[str, Any]:
-    """The rows ``rows`` of a batched info dict (nested dicts too)."""
-    return {key: take(value, rows) if isinstance(value, dict) else value[rows]
-            for key, value in info.items()}
-
-
-def _blank(like: np.ndarray, count: int, axis: int = 0) -> np.ndarray:
-    """``count`` rows (along ``axis``) of 'no entry' shaped like ``like``: zeros (False for
-    masks), None for object arrays."""
-    shape = like.shape[:axis] + (count,) + like.shape[axis + 1:]
-    if like.dtype == object:
-        return np.full(shape, None, object)
-    return np.zeros(shape, like.dtype)
-
-
-def concat(pieces: Sequence[Tuple[Dict[str, Any], int]], axis: int = 0) -> Dict[str, Any]:
-    """One batched info dict from ``(info, rows)`` pieces, joined along ``axis`` (the envs'
-    axis). A key some pieces lack is 'no entry' for their rows (zeros, its ``_key`` mask
-    False), as gymnasium batches infos."""
-    keys: Dict[str, None] = {}
-    for info, _ in pieces:
-        keys.update(dict.fromkeys(info))
-    out: Dict[str, Any] = {}
-    for key in keys:
-        values = [info.get(key) for info, _ in pieces]
-        if any(isinstance(value, dict) for value in values):
-            out[key] = concat([(value or {}, rows)
-                               for value, (_, rows) in zip(values, pieces, strict=True)], axis)
-            continue
-        like = next(value for value in values if value is not None)
-        out[key] = np.concatenate([value if value is not None else _blank(like, rows, axis)
-                                   for value, (_, rows) in zip(values, pieces, strict=True)],
-                                  axis=axis)
-    return out
-
-
-def stack(infos: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    """Batched info dicts, one per step, as one dict of ``(T, N)`` entries ('no entry' where a
-    step lacks a key): each step one row of a :func:`concat`."""
-    return concat([(take(info, np.newaxis), 1) for info in infos])

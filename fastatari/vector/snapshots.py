@@ -14,8 +14,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastatari.core import validate
 from fastatari.core.snapshot import FORMAT, EnvSnapshot, GameState, check_snapshots, warn_if_inexact
-from fastatari.vector import contract
-from fastatari.vector.contract import CallOrder, State
+from fastatari.vector.calls import CallOrder, State, one_caller
 from fastatari.vector.executor import Executor, check_command, raised_envs
 from fastatari.vector.plan import VectorPlan
 
@@ -31,7 +30,7 @@ class Snapshots(CallOrder):
     executor: Executor
     autoreset_mode: AutoresetMode
 
-    @contract.one_caller
+    @one_caller
     def clone(self, env_ids: Any = None) -> List[EnvSnapshot]:
         """Snapshots of ``env_ids`` (default: all), one per env, in that order.
 
@@ -59,7 +58,7 @@ class Snapshots(CallOrder):
                             cast(GameState, state), ended=bool(ended[j]), seed=seeds[i])
                 for j, (i, state) in enumerate(zip(ids.tolist(), states, strict=True))]
 
-    @contract.one_caller
+    @one_caller
     def restore(self, snapshots: Sequence[EnvSnapshot], env_ids: Any = None) -> None:
         """Put ``snapshots`` (from :meth:`clone`, one per env of ``env_ids``, default all) back
         into ``env_ids``: one command per worker. Each env then continues exactly as the cloned

@@ -29,7 +29,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 import fastatari  # noqa: E402
 from fastatari import ray as fa_ray  # noqa: E402
-from fastatari.vector.rollout import take  # noqa: E402
+from fastatari.vector.infos import take  # noqa: E402
 
 from .._processes import alive, linux_only  # noqa: E402
 

@@ -223,7 +223,7 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact(path):
     general one."""
     import threading
 
-    from fastatari.vector.contract import ConcurrentCallError
+    from fastatari.vector.calls import ConcurrentCallError
 
     inside, release = threading.Event(), threading.Event()
     with make_vec("breakout", 2, num_workers=2, **KW) as envs, \
@@ -266,7 +266,7 @@ def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact(path):
 def test_two_threads_stepping_get_only_the_clear_error():
     import threading
 
-    from fastatari.vector.contract import ConcurrentCallError
+    from fastatari.vector.calls import ConcurrentCallError
 
     errors = []
     with make_vec("breakout", 2, num_workers=2, timeout=20, **KW) as envs:
@@ -302,7 +302,7 @@ def test_the_batched_observation_space_is_gymnasiums_without_its_arrays():
     from gymnasium import spaces
     from gymnasium.vector.utils import batch_space
 
-    from fastatari.vector.contract import BatchedBox
+    from fastatari.vector.spaces import BatchedBox
 
     single = spaces.Box(0, 255, (4, 84, 84), np.uint8)
     ours, theirs = BatchedBox(single, 3), batch_space(single, 3)

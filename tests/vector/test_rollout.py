@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fastatari import make_vec
-from fastatari.vector.rollout import take
+from fastatari.vector.infos import take
 
 FAST = dict(noop_max=0, repeat_action_probability=0.0)
 

@@ -15,6 +15,7 @@ import zlib
 
 import numpy as np
 import pytest
+from gymnasium.error import AlreadyPendingCallError, ResetNeeded
 
 import fastatari
 from fastatari.core.snapshot import EnvSnapshot
@@ -165,7 +166,7 @@ def test_restore_a_subset_while_other_envs_are_in_flight():
         expected = [twin.step(np.r_[np.zeros(2, int), a])[0][2:].copy() for a in twin_actions]
         envs.send(np.zeros(2, int), env_ids=[0, 1])  # in flight while 2 and 3 are restored
         envs.restore(snaps, env_ids=[2, 3])
-        with pytest.raises(fastatari.vector.contract.AlreadyPendingCallError):
+        with pytest.raises(AlreadyPendingCallError):
             envs.restore(snaps, env_ids=[0, 1])  # not idle
         envs.recv()
         got = [envs.step(np.r_[np.zeros(2, int), a])[0][2:].copy() for a in twin_actions]
@@ -361,7 +362,7 @@ def test_a_restore_a_worker_raises_on_is_not_retried(tmp_path, monkeypatch):
 
 def test_misuse_gets_clear_errors():
     with fastatari.make_vec("breakout", 2, num_workers=1, autoreset_mode="same_step") as envs:
-        with pytest.raises(fastatari.vector.contract.ResetNeeded):
+        with pytest.raises(ResetNeeded):
             envs.clone()
         envs.reset(seed=0)
         snaps = envs.clone()
@@ -375,7 +376,7 @@ def test_misuse_gets_clear_errors():
         with pytest.raises(ValueError, match="state_dict of 3 envs"):
             envs.load_state_dict({"format": 1, "num_envs": 3, "envs": snaps})
     with fastatari.make_vec("breakout", 2, num_workers=1) as envs:
-        with pytest.raises(fastatari.vector.contract.ResetNeeded):
+        with pytest.raises(ResetNeeded):
             envs.restore(snaps[:1], env_ids=[0])  # before the first reset: all or none
         envs.restore(snaps)  # all: no reset needed
         envs.step(np.zeros(2, int))
