@@ -11,6 +11,7 @@ the envs: the local worker processes, :class:`~.pool.WorkerPool`, or Ray actors,
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import gymnasium
@@ -161,8 +162,9 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         try:
             if not started:
                 executor.start()
-            # the common step's compiled path (discrete actions)
-            if not self.options.continuous:
+            # the common step's compiled path (discrete actions); FASTATARI_COMPILED_STEP=0
+            # leaves every call to the general path (how tests and benchmarks compare the two)
+            if not self.options.continuous and os.environ.get("FASTATARI_COMPILED_STEP") != "0":
                 self._fast = _step.CommonStep(
                     self._buf, *self.book.step_columns(), [f.name for f in self._info_fields],
                     GAME_KEY, [f.name for f in GAME_FIELDS],

@@ -2,7 +2,8 @@
 the same observations, rewards, flags and batched info, step for step (each env's own steps,
 for send and recv), through episode ends, autoresets, finished games and life losses, in every
 autoreset mode, with copies or views.
-The general path is the reference: the same env with its compiled path switched off."""
+The general path is the reference: the same env made with FASTATARI_COMPILED_STEP=0, which
+leaves every call to it."""
 from __future__ import annotations
 
 import copy
@@ -16,6 +17,15 @@ from fastatari.vector import _step, make_vec
 
 # short games with sticky actions: episodes, games and autoresets within a few hundred steps
 SHORT = dict(max_num_frames_per_episode=300, num_workers=2)
+
+
+def general_path(*args, **kwargs):
+    """``make_vec(*args, **kwargs)`` with every call on the general path."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FASTATARI_COMPILED_STEP", "0")
+        envs = make_vec(*args, **kwargs)
+    assert envs._fast is None
+    return envs
 
 
 def same(ours, theirs, where):
@@ -50,8 +60,7 @@ def test_the_compiled_step_gives_the_general_paths_results(kwargs):
     kwargs = dict(kwargs)
     game = kwargs.pop("game", "breakout")
     with make_vec(game, 4, **SHORT, **kwargs) as compiled, \
-            make_vec(game, 4, **SHORT, **kwargs) as general:
-        general._fast = None  # the reference: every step on the general path
+            general_path(game, 4, **SHORT, **kwargs) as general:  # the reference
         assert compiled._fast is not None
         compiled.reset(seed=5)
         general.reset(seed=5)
@@ -192,8 +201,7 @@ def test_the_compiled_send_and_recv_give_the_general_paths_results(kwargs):
     kwargs = dict(kwargs)
     game = kwargs.pop("game", "breakout")
     with make_vec(game, 4, batch_size=2, **SHORT, **kwargs) as compiled, \
-            make_vec(game, 4, batch_size=2, **SHORT, **kwargs) as general:
-        general._fast = None
+            general_path(game, 4, batch_size=2, **SHORT, **kwargs) as general:
         compiled.reset(seed=5)
         general.reset(seed=5)
         general_calls, general_recvs = [], []
