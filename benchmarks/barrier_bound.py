@@ -38,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.game == "atari57":
-        from fastatari.suites import ATARI_57 as names
+        from fastatari.evaluation.suites import ATARI_57 as names
     else:
         names = tuple(args.game.split(","))
     roms = [names[i % len(names)] for i in range(args.envs)]

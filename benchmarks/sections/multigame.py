@@ -78,14 +78,14 @@ CEILING = "raw ALE ceiling of the mix"
 
 
 def suite() -> tuple[str, ...]:
-    from fastatari.suites import ATARI_57
+    from fastatari.evaluation.suites import ATARI_57
 
     return ATARI_57
 
 
 def pools() -> dict[str, tuple[str, ...]]:
     """The pools timed, by label: each a game per env, all of them games of :func:`suite`."""
-    from fastatari.suites import ATARI_5
+    from fastatari.evaluation.suites import ATARI_5
 
     games = suite()
     return {"Atari-57, N=57": games, "Atari-57 twice, N=114": games * 2,

@@ -442,7 +442,7 @@ def check_suite_restores_exactly(games, tmp_path):
 
 
 def test_every_atari_57_game_restores_exactly_here_and_in_a_new_process(tmp_path):
-    from fastatari.suites import ATARI_57
+    from fastatari.evaluation.suites import ATARI_57
 
     differ = check_suite_restores_exactly(list(ATARI_57), tmp_path)
     assert differ == ["qbert"]  # ALE #732: not exact restored into a fresh emulator
