@@ -277,7 +277,7 @@ def evaluate(games: Any = "atari5", *, protocol: str = "machado2018", episodes: 
     seed : int
         Env ``i`` is reset with ``seed + i``; the random policy is seeded with it.
     table : str
-        The reference table of :mod:`fastatari.scores`.
+        The reference table of :mod:`fastatari.evaluation.scores`.
     num_workers, use_ray
         Worker processes (default: usable cores), or ``fastatari.ray``'s actors.
     **options

@@ -101,7 +101,7 @@ class EpisodeRecorder(gymnasium.vector.VectorWrapper):
     * with several games in the env (its ``games``), ``<game>/mean_return_100`` per game: the
       mean return of that game's last 100 finished games (TensorBoard tag
       ``games/<game>/mean_return_100``, a CSV column per game);
-    * human-normalized scores (``hns_table``, :mod:`fastatari.scores`), for games with
+    * human-normalized scores (``hns_table``, :mod:`fastatari.evaluation.scores`), for games with
       reference scores: ``mean_hns_100`` (one game: of ``mean_return_100``), or per game
       ``<game>/hns_100`` and over the games that finished one, ``suite/median_hns`` and
       ``suite/iqm_hns`` (point estimates).
