@@ -40,7 +40,8 @@ extensions = [
         # the transport's C lives beside its one Cython user, in its own folder (never next to
         # Cython's generated _wait.c)
         sources=["fastatari/vector/_wait.pyx", "fastatari/vector/csrc/fa_wait.c"],
-        depends=["fastatari/vector/csrc/fa_wait.h", "fastatari/vector/fa_wait.pxd"],
+        depends=["fastatari/vector/csrc/fa_wait.h", "fastatari/vector/fa_wait.pxd",
+                 "fastatari/vector/_codes.pxd"],
         include_dirs=["fastatari/vector/csrc", np.get_include()],
         **common,
     ),
@@ -56,7 +57,7 @@ extensions = [
         sources=["fastatari/vector/_step.pyx"],
         # it runs _wait's HotPath (cimported through _wait.pxd)
         depends=["fastatari/vector/_wait.pxd", "fastatari/vector/fa_wait.pxd",
-                 "fastatari/vector/csrc/fa_wait.h"],
+                 "fastatari/vector/_codes.pxd", "fastatari/vector/csrc/fa_wait.h"],
         include_dirs=["fastatari/vector/csrc", np.get_include()],
         **common,
     ),

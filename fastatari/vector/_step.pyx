@@ -24,6 +24,7 @@ import numpy as np
 
 cimport numpy as cnp
 
+from fastatari.vector._codes cimport PHASE_ANSWERED, PHASE_IDLE, PHASE_IN_FLIGHT, next_op
 from fastatari.vector._wait cimport HotPath
 from fastatari.vector.fa_wait cimport FA_DONE
 
@@ -37,8 +38,6 @@ cdef enum:
 #: :meth:`CommonStep.write_actions`' answers: not the common step; every env steps; some reset.
 NOT_COMMON, ALL_STEP, SOME_RESET = _NOT_COMMON, _ALL_STEP, _SOME_RESET
 
-cdef uint8_t OP_STEP = 1, OP_RESET = 2  # messages.Op
-cdef uint8_t IDLE = 0, IN_FLIGHT = 1, ANSWERED = 2  # book.Phase
 #: Sets of the arrays a step (or a recv of a whole batch) returns, reused once no caller
 #: holds them.
 cdef int RESULT_SLOTS = 3
@@ -339,9 +338,9 @@ cdef class CommonStep:
         if self.hot is None or self.hot.closed or self.batch_size == 0:
             return None
         for i in range(self.n):
-            if self.phase[i] == ANSWERED:
+            if self.phase[i] == PHASE_ANSWERED:
                 return None
-            sent += self.phase[i] != IDLE
+            sent += self.phase[i] != PHASE_IDLE
         want = min(self.batch_size, sent)
         if want == 0:
             return None
@@ -355,7 +354,7 @@ cdef class CommonStep:
             self.hot.untake(ids)
             return None
         for i in range(want):
-            self.phase[taken[i]] = IDLE
+            self.phase[taken[i]] = PHASE_IDLE
         self.in_flight = sent - want
         (<dict>results[4])["env_id"] = ids
         return results
@@ -394,7 +393,7 @@ cdef class CommonStep:
                     answer = _SOME_RESET
             if answer == _SOME_RESET:
                 for i in range(n):
-                    self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP
+                    self.ops_v[i] = next_op(self.ended[i])
         if answer != _NOT_COMMON:
             self.output = self._free_output()
         return answer
@@ -431,7 +430,7 @@ cdef class CommonStep:
             memset(&self.ops_v[0], 0, self.n)
             for j in range(k):
                 i = sel[j]
-                if i < 0 or i >= self.n or self.ops_v[i] or self.phase[i] != IDLE \
+                if i < 0 or i >= self.n or self.ops_v[i] or self.phase[i] != PHASE_IDLE \
                         or self.restarted[i] or (self.ended[i] and not self.reset_ended):
                     common = False
                     break
@@ -439,13 +438,13 @@ cdef class CommonStep:
                 if a < 0 or a >= limit:
                     common = False
                     break
-                self.ops_v[i] = OP_RESET if self.ended[i] else OP_STEP
+                self.ops_v[i] = next_op(self.ended[i])
                 self.sent_actions[i] = a
             if common:
                 for j in range(k):
                     i = sel[j]
                     self.action[i] = self.sent_actions[i]
-                    self.phase[i] = IN_FLIGHT
+                    self.phase[i] = PHASE_IN_FLIGHT
         return ids if common else None
 
     def results(self, ids=None):

@@ -20,17 +20,19 @@ from typing import Any, Deque, Iterable, Tuple
 import numpy as np
 from gymnasium.error import AlreadyPendingCallError
 
-from fastatari.vector.messages import Op, Reply, ReplyKind
+from fastatari.vector._wait import PHASES, next_ops
+from fastatari.vector.messages import Reply, ReplyKind
 
 __all__ = ["EnvBook", "Phase"]
 
 
 class Phase(enum.IntEnum):
-    """Where one env's step is (the book keeps one per env)."""
+    """Where one env's step is (the book keeps one per env; the values are declared once, in
+    ``_codes.pxd``)."""
 
-    IDLE = 0
-    IN_FLIGHT = 1  # sent to what runs it, not answered yet
-    ANSWERED = 2  # answered, waiting for recv()
+    IDLE = PHASES["IDLE"]
+    IN_FLIGHT = PHASES["IN_FLIGHT"]  # sent to what runs it, not answered yet
+    ANSWERED = PHASES["ANSWERED"]  # answered, waiting for recv()
 
 
 class EnvBook:
@@ -82,7 +84,7 @@ class EnvBook:
             ids = ids[~notice]
         self._phase[ids] = Phase.IN_FLIGHT
         ops = np.zeros(self.num_envs, np.uint8)
-        ops[ids] = np.where(self._ended[ids], Op.RESET, Op.STEP)
+        ops[ids] = next_ops(self._ended[ids].view(np.uint8))
         return ops, ids
 
     # -- receiving -----------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 from fastatari.core.options import AtariOptions
+from fastatari.vector._wait import OPS
 from fastatari.vector.buffers import Handle, Layout
 
 __all__ = ["GAME_FACTORY", "Command", "Op", "Reply", "ReplyKind", "WorkerConfig",
@@ -50,11 +51,12 @@ GAME_FACTORY = "fastatari.core.game:AtariGame"
 
 
 class Op(enum.IntEnum):
-    """What the trainer asks of one env (its ``op`` word in shared memory)."""
+    """What the trainer asks of one env (its ``op`` word in shared memory; the values are
+    declared once, in ``_codes.pxd``)."""
 
-    IDLE = 0
-    STEP = 1
-    RESET = 2
+    IDLE = OPS["IDLE"]
+    STEP = OPS["STEP"]
+    RESET = OPS["RESET"]
 
 
 class Command(bytes, enum.Enum):
