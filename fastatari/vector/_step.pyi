@@ -19,7 +19,7 @@ class CommonStep:
                  phase: np.ndarray, field_names: Sequence[str], game_key: str,
                  game_fields: Sequence[str],
                  game_index: Optional[np.ndarray], num_actions: int, copy: bool,
-                 life_loss_info: bool, autoreset: str,
+                 life_loss_info: bool, same_step: bool, next_step: bool,
                  executor: Any, batch_size: int = 0) -> None: ...
     def step(self, actions: Any) -> Union[
         Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]], List[Any], None]: ...

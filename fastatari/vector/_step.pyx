@@ -196,8 +196,9 @@ cdef class CommonStep:
     """The common step of ``num_envs`` envs over the shared ``buffers`` columns, with the
     book's ``ended``, ``restarted`` and ``phase`` arrays (``EnvBook.step_columns``).
 
-    ``autoreset``: ``"next_step"`` (an ended env resets at its next step), ``"disabled"`` (an
-    ended env must be reset by the caller: the general path raises) or ``"same_step"``.
+    ``same_step``, ``next_step``: the autoreset mode (``VectorConfig``'s): an ended env resets
+    in the step that ends it, or at its next step; neither (disabled): the caller resets it (the
+    general path raises).
     ``game_fields``: the names of a finished game's statistics (``info["game"]``);
     ``game_index``: each env's game (``info["game_index"]``), None for one game.
 
@@ -232,7 +233,7 @@ cdef class CommonStep:
 
     def __init__(self, buffers, ended, restarted, phase, field_names, game_key, game_fields,
                  game_index, int64_t num_actions, bint copy, bint life_loss_info,
-                 str autoreset, executor, Py_ssize_t batch_size=0):
+                 bint same_step, bint next_step, executor, Py_ssize_t batch_size=0):
         self.n = ended.shape[0]
         self.num_actions = num_actions
         self.action = buffers.action
@@ -257,8 +258,8 @@ cdef class CommonStep:
         self.ops = np.zeros(self.n, np.uint8)
         self.ops_v = self.ops
         self.copy, self.life_loss_info = copy, life_loss_info
-        self.track_ended = autoreset != "same_step"  # ended envs matter at the next step
-        self.reset_ended = autoreset == "next_step"
+        self.track_ended = not same_step  # ended envs matter at the next step
+        self.reset_ended = next_step
         self.executor, self.hot = executor, executor.hot_path
         self.batch_size, self.in_flight = batch_size, 0
         outputs = executor.outputs

@@ -38,9 +38,6 @@ __all__ = ["AtariVectorEnv", "WorkerError"]
 
 #: The states a send may start from.
 _SENDING = (State.IDLE, State.ASYNC)
-_AUTORESET = {gymnasium.vector.AutoresetMode.NEXT_STEP: "next_step",
-              gymnasium.vector.AutoresetMode.SAME_STEP: "same_step",
-              gymnasium.vector.AutoresetMode.DISABLED: "disabled"}
 
 
 class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
@@ -169,7 +166,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                     self._buf, *self.book.step_columns(), [f.name for f in self._info_fields],
                     GAME_KEY, [f.name for f in GAME_FIELDS],
                     self._game_index if lineup.multi else None, plan.num_actions,
-                    config.copy, self.options.life_loss_info, _AUTORESET[config.autoreset_mode],
+                    config.copy, self.options.life_loss_info, config.same_step, config.next_step,
                     executor, config.batch_size)
         except BaseException:
             self._fast = None  # its views of the shared memory go before the memory does
