@@ -185,8 +185,11 @@ def human_normalized(game: str, score: Any, table: str = DEFAULT_TABLE) -> Union
 def interquartile_mean(values: Any) -> float:
     """The mean of the middle 50% of ``values`` (rliable's ``aggregate_iqm`` of one run,
     ``scipy.stats.trim_mean(values, 0.25)``): for point estimates in training logs, where
-    importing rliable would cost a second."""
+    importing rliable would cost a second. ValueError for no values (the mean of nothing is
+    no score)."""
     ordered = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    if not ordered.size:
+        raise ValueError("interquartile_mean needs at least one value, got none")
     cut = int(0.25 * ordered.size)
     return float(ordered[cut:ordered.size - cut].mean())
 

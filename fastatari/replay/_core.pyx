@@ -20,7 +20,7 @@ import tempfile
 
 import numpy as np
 
-from fastatari.replay.layout import check_stacks
+from fastatari.replay.layout import check_stacks, state_array, state_keys, state_number
 
 from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stacks_build,
                                          fa_stack_shape, fa_sumtree_find, fa_sumtree_set)
@@ -438,26 +438,51 @@ cdef class FrameStore:
                 "has_last": self.has_last_array.astype(bool), "pos": int(self.pos),
                 "full": bool(self.full), "first_serial": int(first), "frames": frames}
 
-    def load_state_dict(self, state):
-        """Take :meth:`state_dict`'s contents (of a store of the same shape), checked whole
-        before anything changes."""
-        refs = np.asarray(state["refs"])
-        last = np.asarray(state["last"])
-        has_last = np.asarray(state["has_last"])
+    def checked_state(self, state):
+        """:meth:`state_dict`'s contents checked whole against this store (every key, dtype,
+        shape and range, and that every frame referred to is held), as new arrays and
+        numbers that :meth:`load_state_dict` takes; nothing changes here. TypeError for a
+        value of the wrong type (float ``refs``, a string ``pos``), ValueError for one out of
+        range or of another shape."""
+        state_keys("a FrameStore state", state,
+                   ("refs", "last", "has_last", "pos", "full", "first_serial", "frames"))
+        refs = state_array("refs", state["refs"], self.refs_array.shape, np.int64)
+        last = state_array("last", state["last"], self.last_array.shape, np.int64)
+        has_last = state_array("has_last", state["has_last"], (self.n_envs,), bool)
         frames = np.asarray(state["frames"])
-        pos, full, first = int(state["pos"]), bool(state["full"]), int(state["first_serial"])
+        if frames.dtype != np.uint8:
+            raise TypeError(f"the state's frames must be uint8, got {frames.dtype}")
+        if frames.ndim != 2 or frames.shape[1] != self.frame_bytes:
+            raise ValueError(f"the state's frames must have the shape (frames, "
+                             f"{self.frame_bytes}), got {frames.shape}")
+        pos = state_number("pos", state["pos"], "i")
+        full = state_number("full", state["full"], "b")
+        first = state_number("first_serial", state["first_serial"], "i")
+        if not 0 <= pos < self.capacity:
+            raise ValueError(f"the state's pos must be in [0, {self.capacity}), got {pos}")
+        if not 0 <= first < 2 ** 62:
+            raise ValueError(f"the state's first_serial must be in [0, 2**62), got {first}")
         end = first + len(frames)
-        if refs.shape != self.refs_array.shape or last.shape != self.last_array.shape \
-                or has_last.shape != (self.n_envs,) \
-                or frames.shape[1:] != (self.frame_bytes,) or frames.dtype != np.uint8:
-            raise ValueError("the state is of a store of another shape")
-        if not 0 <= pos < self.capacity or first < 0:
-            raise ValueError(f"pos {pos} or first_serial {first} out of range")
         written = refs if full else refs[:pos]
-        for name, used in (("refs", written), ("last", last[has_last.astype(bool)])):
+        for name, used in (("refs", written), ("last", last[has_last])):
             live = used[used >= 0]
             if ((used < -1).any() or (live.size and (live.min() < first or live.max() >= end))):
-                raise ValueError(f"{name} refer to frames the state does not hold")
+                raise ValueError(f"the state's {name} refer to frames it does not hold "
+                                 f"(serials [{first}, {end}) held, -1 the zero frame)")
+        return {"refs": refs, "last": last, "has_last": has_last, "pos": pos, "full": full,
+                "first_serial": first, "frames": np.ascontiguousarray(frames)}
+
+    def load_state_dict(self, state):
+        """Take :meth:`state_dict`'s contents (of a store of the same shape), checked whole
+        (:meth:`checked_state`) before anything changes."""
+        self._load_checked(self.checked_state(state))
+
+    def _load_checked(self, state):
+        """Take a state :meth:`checked_state` gave back (nothing here can fail)."""
+        refs, last, has_last, frames = (state["refs"], state["last"], state["has_last"],
+                                        state["frames"])
+        pos, full, first = state["pos"], state["full"], state["first_serial"]
+        end = first + len(frames)
         self.reset()  # every chunk a spare, reused below
         self.refs_array[...] = refs
         self.last_array[...] = last
@@ -539,14 +564,20 @@ cdef class SumTree:
         """Prioritized replay's draw, in one pass: item ``i`` of the batch from the ``i``-th of
         ``len(uniforms)`` equal slices of the total, at ``uniforms[i]`` (in ``[0, 1)``) across
         it; and its importance weight ``(size * priority / total) ** -beta``, over the batch's
-        largest. Returns the items and the weights (float32)."""
+        largest. Returns the items and the weights (float32).
+
+        The weights are computed as ``(smallest / priority) ** beta``, ``smallest`` the
+        batch's smallest priority (``size`` and ``total`` cancel): the same numbers, never
+        an overflow (``1e308`` next to ``1e-300`` gives 0 and 1, not inf / inf)."""
         cdef double[::1] u = np.ascontiguousarray(uniforms, np.float64)
         cdef Py_ssize_t i, count = u.shape[0]
-        cdef double total = self.tree[1], slice_, largest = 0.0, w
+        cdef double total = self.tree[1], slice_, smallest = 0.0, p
         if count == 0 or not total > 0:
             raise ValueError("no uniforms, or every priority is 0")
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
+        if not 0 <= beta < float("inf"):
+            raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
         items = np.empty(count, np.int64)
         weights = np.empty(count, np.float32)
         cdef int64_t[::1] item = items
@@ -557,13 +588,12 @@ cdef class SumTree:
             for i in range(count):  # (a mass rounded past the total finds the last item)
                 mass[i] = (i + u[i]) * slice_
             fa_sumtree_find(&self.tree[0], self.leaves, &mass[0], &item[0], count)
+            for i in range(count):  # (a found item's priority is > 0: see the find)
+                p = self.tree[self.leaves + item[i]]
+                if i == 0 or p < smallest:
+                    smallest = p
             for i in range(count):
-                w = pow(size * self.tree[self.leaves + item[i]] / total, -beta)
-                mass[i] = w
-                if w > largest:
-                    largest = w
-            for i in range(count):
-                weight[i] = <float>(mass[i] / largest)
+                weight[i] = <float>pow(smallest / self.tree[self.leaves + item[i]], beta)
         return items, weights
 
     def _indices(self, indices):

@@ -4,6 +4,7 @@ hands a sample's arrays out (:func:`to_tensors`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -46,15 +47,127 @@ def check_stacks(name: str, array: Any, shape: Tuple[int, ...]) -> None:
         raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
 
 
-def check_rows(name: str, value: Any, shape: tuple, dtype: Any) -> np.ndarray:
-    """``value`` as an array of ``shape`` and ``dtype``; ValueError (TypeError for things
-    that are not numbers) naming ``name`` otherwise."""
-    array = np.asarray(value)
+def as_numbers(name: str, value: Any) -> np.ndarray:
+    """``value`` as a NumPy array of bools, ints or floats; TypeError naming ``name`` for
+    anything else (strings, None, objects, complex numbers)."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:  # ragged lists, objects NumPy cannot hold
+        raise ValueError(f"{name} must be an array of numbers, got {value!r} ({error})") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numbers, got {array.dtype} ({_short(value)})")
+    return array
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def convert(name: str, array: np.ndarray, dtype: Any) -> np.ndarray:
+    """A copy of the numbers ``array`` as ``dtype``, only where nothing changes meaning
+    (ValueError naming ``name`` otherwise):
+
+    - to bool: bools, or numbers that are all 0 or 1;
+    - to an integer dtype: integers, bools, or floats that are whole, all within ``dtype``'s
+      range (``1.0`` is 1; ``1.5`` is refused);
+    - to a float dtype: numbers that are finite and within ``dtype``'s range, rounded to its
+      nearest (``1e300`` or NaN is refused for float32).
+    """
+    target = np.dtype(dtype)
+    kind = array.dtype.kind
+    if target.kind == "b":
+        if kind != "b" and not np.isin(array, (0, 1)).all():
+            raise ValueError(f"{name} must be booleans (or 0 and 1), got {_short(array)}")
+    elif target.kind in "iu":
+        info = np.iinfo(target)
+        if kind == "f":
+            if not (np.isfinite(array).all() and (array == np.round(array)).all()):
+                raise ValueError(f"{name} must be whole numbers, got {_short(array)}")
+        # (floats against the float bounds [min, max + 1): exact for every integer dtype)
+        low, high = (float(info.min), float(info.max) + 1) if kind == "f" else (info.min,
+                                                                                info.max + 1)
+        if array.size and kind in "iuf" and (array.min() < low or array.max() >= high):
+            raise ValueError(f"{name} must be within {target}'s range [{info.min}, "
+                             f"{info.max}], got {_short(array)}")
+    elif target.kind == "f":
+        if kind == "f" and not np.isfinite(array).all():
+            raise ValueError(f"{name} must be finite, got {_short(array)}")
+        if array.size and kind == "f" and np.abs(array).max() > np.finfo(target).max:
+            raise ValueError(f"{name} must be within {target}'s range (magnitude at most "
+                             f"{np.finfo(target).max:.4g}), got {_short(array)}")
+    else:  # (never: the memories keep numbers)
+        raise TypeError(f"{name} cannot be stored as {target}")
+    return np.array(array, target, copy=True, order="C")
+
+
+def check_rows(name: str, value: Any, shape: tuple, dtype: Any, *,
+               broadcast: bool = False) -> np.ndarray:
+    """``value`` as a new array of ``shape`` and ``dtype``, for an ``add``: every replay
+    memory converts each argument of a step through here before it stores anything.
+    TypeError naming ``name`` for what is not numbers (strings, None), ValueError for another
+    shape (``broadcast``: one that broadcasts to it, as SB3's ``add`` allows) or values that
+    :func:`convert` refuses."""
+    array = as_numbers(name, value)
     if array.shape != shape:
-        raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
-    if np.dtype(dtype) != bool and array.dtype == object:
-        raise TypeError(f"{name} must be numbers, got {array.dtype}")
-    return array.astype(dtype, copy=False)
+        if not broadcast:
+            raise ValueError(f"{name} must have the shape {shape}, got {array.shape}")
+        try:
+            array = np.broadcast_to(array, shape)
+        except ValueError:
+            raise ValueError(f"{name} must have the shape {shape} (or broadcast to it), got "
+                             f"{array.shape}") from None
+    return convert(name, array, dtype)
+
+
+def state_array(name: str, value: Any, shape: tuple, dtype: Any) -> np.ndarray:
+    """A state's array ``name`` as a new array of ``shape`` and ``dtype``, for a
+    ``load_state_dict``: of that dtype, or one that NumPy casts to it safely
+    (``np.can_cast(..., "safe")``: int32 for int64, never float for int), with the values
+    :func:`convert` takes. TypeError for another dtype, ValueError for another shape."""
+    array = as_numbers(f"the state's {name}", value)
+    if not np.can_cast(array.dtype, dtype, "safe"):
+        raise TypeError(f"the state's {name} must be {np.dtype(dtype)} (or cast to it "
+                        f"safely), got {array.dtype}")
+    if array.shape != shape:
+        raise ValueError(f"the state's {name} must have the shape {shape}, got {array.shape}")
+    return convert(f"the state's {name}", array, dtype)
+
+
+def state_number(name: str, value: Any, kind: str) -> Any:
+    """A state's number ``name`` (a Python or NumPy scalar, or a 0-d array as ``np.load``
+    gives back): ``kind`` "i" an int, "b" a bool, "f" a finite float. TypeError otherwise."""
+    array = as_numbers(f"the state's {name}", value)
+    target = {"i": np.int64, "b": bool, "f": np.float64}[kind]
+    if array.ndim or (array.dtype.kind == "b") != (kind == "b") \
+            or not np.can_cast(array.dtype, target, "safe"):
+        rule = {"i": "an int", "b": "a bool", "f": "a number"}[kind]
+        raise TypeError(f"the state's {name} must be {rule}, got {_short(value)}")
+    if kind == "f":
+        return float(convert(f"the state's {name}", array, np.float64))
+    return bool(array) if kind == "b" else int(array)
+
+
+def state_keys(what: str, state: Any, keys: Sequence[str]) -> None:
+    """``state`` must be a mapping (a dict, an ``np.load`` archive) holding ``keys``."""
+    if not isinstance(state, Mapping):
+        raise TypeError(f"{what} must be a dict (a state_dict()), got {type(state).__name__}")
+    missing = [key for key in keys if key not in state]
+    if missing:
+        raise ValueError(f"{what} lacks {', '.join(map(repr, missing))}")
+
+
+def draw_integers(rng: Any, high: int, size: int) -> np.ndarray:
+    """``size`` ints in ``[0, high)`` from ``rng``: a NumPy ``Generator`` (``integers``), a
+    legacy ``RandomState`` (``randint``), or None (a fresh ``default_rng()``)."""
+    if rng is None:
+        rng = np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return rng.integers(0, high, size)
+    if isinstance(rng, np.random.RandomState):
+        return rng.randint(0, high, size).astype(np.int64, copy=False)
+    raise TypeError(f"rng must be a numpy Generator (np.random.default_rng()), a RandomState "
+                    f"or None, got {type(rng).__name__}")
 
 
 def to_tensors(arrays: Sequence[np.ndarray], device: Any) -> List[Any]:

@@ -3,13 +3,20 @@ once (:class:`~fastatari.replay._core.FrameStore`), uniform samples as NumPy arr
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Sequence
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from fastatari.core import validate
 from fastatari.replay._core import FrameStore
-from fastatari.replay.layout import check_rows, stack_layout
+from fastatari.replay.layout import (
+    check_rows,
+    check_stacks,
+    draw_integers,
+    stack_layout,
+    state_array,
+    state_keys,
+)
 
 __all__ = ["Batch", "ReplayMemory"]
 
@@ -71,47 +78,64 @@ class ReplayMemory:
     def add(self, obs: np.ndarray, next_obs: np.ndarray, actions: Any, rewards: Any,
             terminated: Any, truncated: Any) -> None:
         """One step of every stream: arrays with ``n_envs`` rows (``next_obs``: the step's
-        true next observation, the final one where an episode ended). Checked whole before
-        anything is stored."""
+        true next observation, the final one where an episode ended). Every argument is
+        checked and converted before anything is stored (whole or nothing): the stacks
+        uint8 arrays of shape ``(n_envs, *obs_shape)``; the rest converted only where nothing
+        changes meaning (:func:`~fastatari.replay.layout.convert`: whole-number actions,
+        boolean or 0/1 flags, rewards finite in float32). TypeError for what is not numbers,
+        ValueError for another shape or such a value, each naming the argument."""
         n = self.n_envs
+        check_stacks("obs", obs, (n, *self.obs_shape))
+        check_stacks("next_obs", next_obs, (n, *self.obs_shape))
         actions = check_rows("actions", actions, (n, *self.actions.shape[2:]), self.actions.dtype)
         rewards = check_rows("rewards", rewards, (n,), np.float32)
         terminated = check_rows("terminated", terminated, (n,), bool)
         truncated = check_rows("truncated", truncated, (n,), bool)
         pos = self.frames.pos
-        self.frames.put(obs, next_obs)  # checks the stacks before it stores anything
+        self.frames.put(obs, next_obs)
         self.actions[pos], self.rewards[pos] = actions, rewards
         self.terminated[pos], self.truncated[pos] = terminated, truncated
 
-    def sample(self, batch_size: int, rng: Optional[np.random.Generator] = None) -> Batch:
-        """``batch_size`` transitions drawn uniformly with replacement (``rng``: default
-        NumPy's ``default_rng()``)."""
+    def sample(self, batch_size: int, rng: Any = None) -> Batch:
+        """``batch_size`` transitions drawn uniformly with replacement (``rng``: a NumPy
+        ``Generator``, a legacy ``RandomState``, or None for ``default_rng()``)."""
         batch_size = validate.check_int("batch_size", batch_size, 1)
         if not len(self):
             raise ValueError("cannot sample from an empty replay memory")
-        rng = np.random.default_rng() if rng is None else rng
-        slots = rng.integers(0, self.frames.size, batch_size)
-        envs = rng.integers(0, self.n_envs, batch_size)
+        slots = draw_integers(rng, self.frames.size, batch_size)
+        envs = draw_integers(rng, self.n_envs, batch_size)
         obs, next_obs = self.frames.gather(slots, envs)
         return Batch(obs, self.actions[slots, envs], next_obs, self.rewards[slots, envs],
                      self.terminated[slots, envs], self.truncated[slots, envs], slots, envs)
 
     def state_dict(self) -> Dict[str, Any]:
-        """Everything to resume exactly (NumPy arrays; ``np.savez`` writes it)."""
-        return {"frames": self.frames.state_dict(), "actions": self.actions.copy(),
-                "rewards": self.rewards.copy(), "terminated": self.terminated.copy(),
-                "truncated": self.truncated.copy()}
+        """Everything to resume exactly, as a flat dict of NumPy arrays and numbers (the
+        frame store's under ``"frames.<key>"``): ``np.savez(path, **memory.state_dict())``
+        writes it and ``memory.load_state_dict(np.load(path))`` takes it back."""
+        state: Dict[str, Any] = {f"frames.{key}": value
+                                 for key, value in self.frames.state_dict().items()}
+        state.update(actions=self.actions.copy(), rewards=self.rewards.copy(),
+                     terminated=self.terminated.copy(), truncated=self.truncated.copy())
+        return state
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Take a :meth:`state_dict` of a memory of the same shape, checked before anything
-        changes."""
-        arrays = {name: np.asarray(state[name]) for name in
-                  ("actions", "rewards", "terminated", "truncated")}
-        for name, array in arrays.items():
-            if array.shape != getattr(self, name).shape:
-                raise ValueError(f"the state's {name} has the shape {array.shape}, this memory's "
-                                 f"{getattr(self, name).shape}")
-        self.frames.load_state_dict(state["frames"])
-        for name, array in arrays.items():
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Take a :meth:`state_dict` of a memory of the same shape (a dict, or the archive
+        ``np.load`` opens; the frames flat, or nested under ``"frames"`` as before), checked
+        whole (every key, dtype, shape and range, and that every frame referred to is held)
+        before anything changes."""
+        state_keys("a ReplayMemory state", state,
+                   ("actions", "rewards", "terminated", "truncated"))
+        if "frames" in state:
+            frames = state["frames"]
+            if isinstance(frames, np.ndarray) and frames.dtype == object and not frames.ndim:
+                frames = frames.item()  # (a nested state through np.savez)
+        else:
+            frames = {key[len("frames."):]: state[key] for key in state
+                      if key.startswith("frames.")}
+        checked = self.frames.checked_state(frames)
+        columns = {name: state_array(name, state[name], getattr(self, name).shape,
+                                     getattr(self, name).dtype)
+                   for name in ("actions", "rewards", "terminated", "truncated")}
+        self.frames._load_checked(checked)
+        for name, array in columns.items():
             getattr(self, name)[...] = array
-

@@ -5,13 +5,22 @@ compiled frame store and sum tree: what CleanRL's ``rainbow_atari.py`` does with
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from fastatari.core import validate
 from fastatari.replay._core import FrameStore, SumTree
-from fastatari.replay.layout import check_rows, check_stacks, stack_layout, to_tensors
+from fastatari.replay.layout import (
+    as_numbers,
+    check_rows,
+    check_stacks,
+    stack_layout,
+    state_array,
+    state_keys,
+    state_number,
+    to_tensors,
+)
 
 __all__ = ["PrioritizedBatch", "PrioritizedReplayBuffer"]
 
@@ -53,7 +62,10 @@ class PrioritizedReplayBuffer:
     whether it ended by termination, ``discounts`` is ``gamma ** m``). CleanRL's class stores
     only the first of those, and drops the rest.
 
-    New transitions get the largest priority so far. ``sample`` draws ``batch_size``
+    New transitions get the largest priority so far; a priority whose
+    ``(priority + eps) ** alpha`` passes :attr:`priority_limit` (float64's largest over the
+    capacity rounded up to a power of two) is refused, so the sum tree stays finite.
+    ``sample`` draws ``batch_size``
     transitions, one per equal slice of the total priority (with ``np.random``, as CleanRL),
     with weights ``(size * p / total) ** -beta`` over the batch's largest; ``beta`` is an
     attribute the caller anneals. ``update_priorities(indices, priorities)`` sets
@@ -71,6 +83,11 @@ class PrioritizedReplayBuffer:
             if not isinstance(value, (int, float)) or isinstance(value, bool) \
                     or not np.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        with np.errstate(over="ignore"):
+            discount = np.float64(gamma) ** self.n_step
+        if not discount <= np.finfo(np.float32).max:
+            raise ValueError(f"gamma ** n_step must be a finite float32 (the discounts), got "
+                             f"{gamma!r} ** {self.n_step}")
         stack, axis = stack_layout(obs_shape, frame_stack, stack_axis)
         self.device = device
         self.gamma, self.alpha, self.beta, self.eps = float(gamma), float(alpha), float(beta), \
@@ -86,6 +103,11 @@ class PrioritizedReplayBuffer:
         self.dones = np.zeros(self.capacity, bool)
         self.discounts = np.zeros(self.capacity, np.float32)
         self.tree = SumTree(self.capacity)
+        #: The largest priority the tree holds, ``(priority + eps) ** alpha``: float64's
+        #: largest over the tree's leaves (capacity rounded up to a power of two), so that
+        #: every sum in the tree is finite (and, recomputed from its two halves at each
+        #: change, exact to float64's rounding).
+        self.priority_limit = float(np.finfo(np.float64).max / self.tree.leaves)
         self.max_priority = 1.0
         self.windows: List[Deque[_Step]] = [deque() for _ in range(self.n_envs)]
 
@@ -105,32 +127,48 @@ class PrioritizedReplayBuffer:
     # -- adding --------------------------------------------------------------------------------
     def add(self, obs: np.ndarray, action: Any, reward: Any, next_obs: np.ndarray, done: Any,
             truncated: Any = None) -> None:
-        """One step of every env (see the class); checked whole before anything is kept."""
+        """One step of every env (see the class). Every argument is checked and converted
+        first (:func:`~fastatari.replay.layout.check_rows`: whole-number actions, finite
+        rewards, boolean or 0/1 flags; TypeError or ValueError naming it), and the
+        transitions the step completes are worked out (their n-step returns must be finite
+        in float32) before anything is kept: whole or nothing."""
         n = self.n_envs
-        check_stacks("obs", obs, (n, *self.obs_shape))  # here: the windows keep them first
+        check_stacks("obs", obs, (n, *self.obs_shape))
         check_stacks("next_obs", next_obs, (n, *self.obs_shape))
         action = check_rows("action", action, (n,), np.int64)
         reward = check_rows("reward", reward, (n,), np.float64)
         done = check_rows("done", done, (n,), bool)
         truncated = np.zeros(n, bool) if truncated is None else \
             check_rows("truncated", truncated, (n,), bool)
+        plans = []
         for e in range(n):
-            window = self.windows[e]
-            window.append(_Step(obs[e].copy(), action[e], float(reward[e]), next_obs[e].copy(),
-                                bool(done[e])))
+            steps = [*self.windows[e], _Step(obs[e].copy(), int(action[e]), float(reward[e]),
+                                             next_obs[e].copy(), bool(done[e]))]
             if done[e] or truncated[e]:  # the episode ended: every pending transition
-                while window:
-                    self._store(e, window)
-                    window.popleft()
-            elif len(window) == self.n_step:
-                self._store(e, window)
-                window.popleft()
+                emitted, kept = [steps[i:] for i in range(len(steps))], []
+            elif len(steps) == self.n_step:
+                emitted, kept = [steps], steps[1:]
+            else:
+                emitted, kept = [], steps
+            returns = [self._return(window) for window in emitted]
+            plans.append((emitted, returns, kept))
+        for e, (emitted, returns, kept) in enumerate(plans):
+            for window, ret in zip(emitted, returns, strict=True):
+                self._store(e, window, ret)
+            self.windows[e] = deque(kept)
 
-    def _store(self, e: int, window: Deque[_Step]) -> None:
-        """The transition from the window's first step over its steps (cut at a
-        termination, which only the last may be)."""
-        first, last = window[0], window[-1]
+    def _return(self, window: List[_Step]) -> float:
+        """The n-step return of ``window`` (ValueError where float32 cannot hold it)."""
         ret = sum(self.gamma ** i * step.reward for i, step in enumerate(window))
+        if not abs(ret) <= float(np.finfo(np.float32).max):
+            raise ValueError(f"reward: the n-step return {ret!r} of these rewards is not a "
+                             f"finite float32")
+        return ret
+
+    def _store(self, e: int, window: List[_Step], ret: float) -> None:
+        """The transition from the window's first step over its steps (cut at a
+        termination, which only the last may be), its return ``ret``."""
+        first, last = window[0], window[-1]
         store = self.stores[e]
         index = e * self.per_env + store.pos
         # past the stack size, an observation is the next one of the transition n back
@@ -145,6 +183,12 @@ class PrioritizedReplayBuffer:
         batch_size = validate.check_int("batch_size", batch_size, 1)
         if not self.size:
             raise ValueError("cannot sample from an empty replay buffer")
+        if not self.tree.total > 0:
+            raise ValueError("every stored priority is 0 (eps=0): nothing to draw until "
+                             "update_priorities gives one more")
+        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) \
+                or not 0 <= self.beta < float("inf"):
+            raise ValueError(f"beta must be a finite number >= 0, got {self.beta!r}")
         # one uniform per slice of the total priority, drawn as CleanRL's np.random.uniform
         indices, weights = self.tree.draw(np.random.random_sample(batch_size), self.beta,
                                           self.size)
@@ -170,21 +214,39 @@ class PrioritizedReplayBuffer:
 
     def update_priorities(self, indices: Any, priorities: Any) -> None:
         """Set the priorities of sampled transitions (``priorities`` >= 0, e.g. their
-        losses); checked before anything changes."""
-        indices = np.asarray(indices)
-        priorities = np.asarray(priorities, np.float64).reshape(-1)
-        if indices.dtype.kind not in "iu" or indices.shape != priorities.shape:
+        losses) to ``(priority + eps) ** alpha``; checked whole before anything changes:
+        integer ``indices`` (TypeError otherwise) of stored transitions (IndexError), one
+        finite priority >= 0 each whose ``(priority + eps) ** alpha`` is at most
+        :attr:`priority_limit` (ValueError). A transition of priority 0 (``eps=0``) is never
+        drawn, and may be updated again."""
+        indices = as_numbers("indices", indices)
+        if indices.dtype.kind not in "iu":
+            raise TypeError(f"indices must be integers, got {indices.dtype}")
+        priorities = as_numbers("priorities", priorities).astype(np.float64).reshape(-1)
+        if indices.shape != priorities.shape:
             raise ValueError(f"one integer index per priority, got {indices.shape} indices "
                              f"and {priorities.shape} priorities")
         if not np.isfinite(priorities).all() or (priorities < 0).any():
             raise ValueError("priorities must be finite and >= 0 (NaN, inf or a negative "
                              "value given)")
-        if indices.size and (indices.min() < 0 or indices.max() >= self.capacity
-                             or (self.tree.get(indices) == 0).any()):
+        if not self._stored(indices).all():
             raise IndexError("indices must be of stored transitions (from sample())")
         priorities = priorities + self.eps
-        self.tree.set(indices, priorities ** self.alpha)
+        with np.errstate(over="ignore"):
+            values = priorities ** self.alpha
+        if not (values <= self.priority_limit).all():
+            raise ValueError(f"priorities must keep (priority + eps) ** alpha at most "
+                             f"{self.priority_limit:.4g} (priority_limit: the sum tree's "
+                             f"sums stay finite), got {priorities.max() - self.eps!r}")
+        self.tree.set(indices.astype(np.int64), values)
         self.max_priority = max(self.max_priority, float(priorities.max(initial=0.0)))
+
+    def _stored(self, indices: np.ndarray) -> np.ndarray:
+        """Which of ``indices`` (integers) are of stored transitions."""
+        sizes = np.array([store.size for store in self.stores])
+        inside = (indices >= 0) & (indices < self.capacity)
+        envs, slots = np.divmod(np.where(inside, indices, 0).astype(np.int64), self.per_env)
+        return inside & (slots < sizes[envs])
 
     # -- checkpoints ---------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
@@ -206,45 +268,79 @@ class PrioritizedReplayBuffer:
                 "priorities": self.tree.get(np.arange(self.capacity)),
                 "max_priority": self.max_priority, "beta": self.beta, "windows": windows}
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Take a :meth:`state_dict` of a buffer of the same shape; checked whole (frames
-        included) before anything changes."""
-        columns = {name: np.asarray(state[name]) for name in
-                   ("actions", "rewards", "dones", "discounts", "priorities")}
-        for name, array in columns.items():
-            if array.shape != (self.capacity,):
-                raise ValueError(f"the state's {name} has the shape {array.shape}, this "
-                                 f"buffer's ({self.capacity},)")
-        priorities = columns["priorities"].astype(np.float64)
-        max_priority, beta = float(state["max_priority"]), float(state["beta"])
-        if not (np.isfinite(priorities).all() and (priorities >= 0).all()
-                and np.isfinite(max_priority) and max_priority > 0 and np.isfinite(beta)
-                and beta >= 0):
-            raise ValueError("the state's priorities must be finite and >= 0 (the largest > 0)"
-                             ", its beta finite and >= 0")
-        if len(state["stores"]) != self.n_envs or len(state["windows"]) != self.n_envs:
-            raise ValueError(f"the state is of a buffer of {len(state['stores'])} envs, this "
-                             f"one has {self.n_envs}")
-        windows: List[Deque[_Step]] = []
-        for saved in state["windows"]:
-            obs, next_obs = np.asarray(saved["obs"]), np.asarray(saved["next_obs"])
-            length = len(obs)
-            if not (length < self.n_step and obs.shape == next_obs.shape
-                    == (length, *self.obs_shape) and obs.dtype == next_obs.dtype == np.uint8
-                    and all(len(saved[name]) == length
-                            for name in ("action", "reward", "terminated"))):
-                raise ValueError("the state's n-step windows do not fit this buffer")
-            windows.append(deque(_Step(obs[t].copy(), int(saved["action"][t]),
-                                       float(saved["reward"][t]), next_obs[t].copy(),
-                                       bool(saved["terminated"][t])) for t in range(length)))
-        # each store loaded into a new one first: a bad one leaves this buffer as it was
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Take a :meth:`state_dict` of a buffer of the same shape; checked whole (every key,
+        dtype, shape and range, the frames, and the relations between them: priorities only
+        on stored transitions, within :attr:`priority_limit`) before anything changes.
+        TypeError for a value of the wrong type, ValueError for one out of range."""
+        state_keys("a PrioritizedReplayBuffer state", state,
+                   ("stores", "actions", "rewards", "dones", "discounts", "priorities",
+                    "max_priority", "beta", "windows"))
+        columns = {name: state_array(name, state[name], (self.capacity,),
+                                     getattr(self, name).dtype)
+                   for name in ("actions", "rewards", "dones", "discounts")}
+        priorities = state_array("priorities", state["priorities"], (self.capacity,),
+                                 np.float64)
+        max_priority = state_number("max_priority", state["max_priority"], "f")
+        beta = state_number("beta", state["beta"], "f")
+        if (columns["discounts"] < 0).any() or (priorities < 0).any() or beta < 0:
+            raise ValueError("the state's discounts, priorities and beta must be >= 0")
+        with np.errstate(over="ignore"):
+            largest = max_priority ** self.alpha if max_priority > 0 else np.inf
+        if not (priorities <= self.priority_limit).all() or not largest <= self.priority_limit:
+            raise ValueError(f"the state's priorities must be at most priority_limit "
+                             f"{self.priority_limit:.4g}, and its max_priority > 0 with "
+                             f"max_priority ** alpha within it")
+        saved_stores = _sequence("stores", state["stores"], self.n_envs)
+        saved_windows = _sequence("windows", state["windows"], self.n_envs)
+        checked = [store.checked_state(saved) for store, saved
+                   in zip(self.stores, saved_stores, strict=True)]
+        for e, store_state in enumerate(checked):
+            size = self.per_env if store_state["full"] else store_state["pos"]
+            if priorities[e * self.per_env + size:(e + 1) * self.per_env].any():
+                raise ValueError(f"the state's priorities give env {e}'s slots from {size} "
+                                 f"on, which hold no transition, a priority")
+        windows = [deque(self._window(e, saved)) for e, saved in enumerate(saved_windows)]
+        # nothing below can fail: the checked stores loaded into new ones, then the rest
         stores = []
-        for old, saved in zip(self.stores, state["stores"], strict=True):
+        for old, store_state in zip(self.stores, checked, strict=True):
             store = FrameStore(old.capacity, 1, old.obs_shape, old.stack, old.axis, old.disk)
-            store.load_state_dict(saved)
+            store._load_checked(store_state)
             stores.append(store)
         self.stores, self.windows = stores, windows
         for name in ("actions", "rewards", "dones", "discounts"):
             getattr(self, name)[...] = columns[name]
         self.tree.set(np.arange(self.capacity), priorities)
         self.max_priority, self.beta = max_priority, beta
+
+    def _window(self, e: int, saved: Any) -> List[_Step]:
+        """Env ``e``'s pending n-step window from a state, checked."""
+        name = f"windows[{e}]"
+        state_keys(f"the state's {name}", saved,
+                   ("obs", "action", "reward", "next_obs", "terminated"))
+        length = len(np.asarray(saved["obs"]))
+        if not length < self.n_step:
+            raise ValueError(f"the state's {name} holds {length} steps, more than the "
+                             f"{self.n_step - 1} an n-step window keeps")
+        shape = (length, *self.obs_shape)
+        obs = state_array(f"{name}.obs", saved["obs"], shape, np.uint8)
+        next_obs = state_array(f"{name}.next_obs", saved["next_obs"], shape, np.uint8)
+        action = state_array(f"{name}.action", saved["action"], (length,), np.int64)
+        reward = state_array(f"{name}.reward", saved["reward"], (length,), np.float64)
+        terminated = state_array(f"{name}.terminated", saved["terminated"], (length,), bool)
+        if terminated.any():
+            raise ValueError(f"the state's {name} holds a terminated step: an ended "
+                             f"episode's steps are never pending")
+        return [_Step(obs[t], int(action[t]), float(reward[t]), next_obs[t], False)
+                for t in range(length)]
+
+
+def _sequence(name: str, value: Any, length: int) -> Sequence[Any]:
+    """A state's list ``name`` of ``length`` items (one per env)."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"the state's {name} must be a list (one per env), got "
+                        f"{type(value).__name__}")
+    if len(value) != length:
+        raise ValueError(f"the state's {name} is of a buffer of {len(value)} envs, this one "
+                         f"has {length}")
+    return value

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
@@ -14,7 +15,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 from fastatari.replay._core import FrameStore
-from fastatari.replay.layout import stack_layout, to_tensors
+from fastatari.replay.layout import as_numbers, check_rows, check_stacks, stack_layout, to_tensors
 
 __all__ = ["ReplayBuffer"]
 
@@ -63,17 +64,38 @@ class ReplayBuffer(buffers.ReplayBuffer):
 
     def add(self, obs: np.ndarray, next_obs: np.ndarray, action: np.ndarray,
             reward: np.ndarray, done: np.ndarray, infos: List[Dict[str, Any]]) -> None:
-        """SB3's ``add``; everything is checked before anything is stored."""
-        action = np.asarray(action).reshape((self.n_envs, self.action_dim))
-        reward = np.broadcast_to(np.asarray(reward, np.float32), (self.n_envs,))
-        done = np.broadcast_to(np.asarray(done, np.float32), (self.n_envs,))
+        """SB3's ``add``; every argument is checked and converted before anything is stored
+        (whole or nothing): the stacks uint8 arrays of shape ``(n_envs, *obs_shape)``;
+        ``action`` ``n_envs * action_dim`` numbers, converted to the action space's dtype only
+        where nothing changes meaning (whole numbers for a discrete space); ``reward`` and
+        ``done`` as SB3 broadcasts them, rewards finite in float32, ``done`` booleans or 0/1;
+        ``infos`` a list of ``n_envs`` dicts whose ``"TimeLimit.truncated"`` is a boolean
+        (:func:`~fastatari.replay.layout.check_rows`; TypeError or ValueError naming the
+        argument)."""
+        n = self.n_envs
+        check_stacks("obs", obs, (n, *self.obs_shape))
+        check_stacks("next_obs", next_obs, (n, *self.obs_shape))
+        action = as_numbers("action", action)
+        if action.size != n * self.action_dim:
+            raise ValueError(f"action must hold n_envs * action_dim = {n * self.action_dim} "
+                             f"numbers, got the shape {action.shape}")
+        action = check_rows("action", action.reshape((n, self.action_dim)),
+                            (n, self.action_dim), self.actions.dtype)
+        reward = check_rows("reward", reward, (n,), np.float32, broadcast=True)
+        done = check_rows("done", done, (n,), bool, broadcast=True)
         timeouts = None
         if self.handle_timeout_termination:
-            timeouts = np.array([info.get("TimeLimit.truncated", False) for info in infos])
-            if timeouts.shape != (self.n_envs,):
-                raise ValueError(f"infos must hold {self.n_envs} dicts, got {len(infos)}")
+            if not isinstance(infos, (list, tuple)) \
+                    or not all(isinstance(info, Mapping) for info in infos):
+                raise TypeError(f"infos must be a list of {n} dicts (one per env), got "
+                                f"{infos!r:.80}")
+            if len(infos) != n:
+                raise ValueError(f"infos must hold {n} dicts (one per env), got {len(infos)}")
+            timeouts = check_rows("infos' TimeLimit.truncated",
+                                  [info.get("TimeLimit.truncated", False) for info in infos],
+                                  (n,), bool)
         pos: int = self.frames.pos  # SB3's pos, which the store follows
-        self.frames.put(np.asarray(obs), np.asarray(next_obs))  # checks the stacks first
+        self.frames.put(obs, next_obs)
         self.actions[pos] = action
         self.rewards[pos] = reward
         self.dones[pos] = done

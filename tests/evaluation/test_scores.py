@@ -312,3 +312,11 @@ def test_fastatari_scores_is_the_module():
     from fastatari import scores as public
 
     assert public is scores and fastatari.scores is scores
+
+
+def test_interquartile_mean_of_nothing_is_refused():
+    """Issue #45: interquartile_mean([]) returned nan silently."""
+    for empty in ([], np.zeros(0), np.zeros((3, 0))):
+        with pytest.raises(ValueError, match="at least one value"):
+            scores.interquartile_mean(empty)
+    assert scores.interquartile_mean([3.0]) == 3.0

@@ -182,3 +182,41 @@ def test_samples_through_vec_normalize_equal_sb3s():
     b = theirs.sample(16, env=Normalizer())
     for name in ("observations", "actions", "next_observations", "dones", "rewards"):
         assert torch.equal(getattr(a, name), getattr(b, name)), name
+
+
+def twin_buffers(steps: int = 3) -> tuple:
+    made = [ReplayBuffer(10, SPACE, spaces.Discrete(6), device="cpu", n_envs=2)
+            for _ in range(2)]
+    Feeder(2, 0).feed(made, steps)
+    return tuple(made)
+
+
+OBS2 = np.zeros((2, 4, 6, 5), np.uint8)
+GOOD = (np.zeros(2, int), np.zeros(2, np.float32), np.zeros(2, bool), [{}, {}])
+
+
+@pytest.mark.parametrize("i, bad, error, name", [
+    (0, np.array([None, None]), TypeError, "action"),  # a phantom transition before
+    (0, np.array([1.5, 2.7]), ValueError, "action"),  # stored as 1 and 2 before
+    (0, np.array(["1", "2"]), TypeError, "action"),
+    (1, np.array([1e300, 0.0]), ValueError, "reward"),  # stored as inf before
+    (2, np.array(["no", "no"]), TypeError, "done"),
+    (2, np.array([0.5, 0.0]), ValueError, "done"),
+    (3, [None, None], TypeError, "infos"),  # AttributeError before
+    (3, [{"TimeLimit.truncated": "no"}, {}], TypeError, "TimeLimit.truncated"),
+])
+def test_a_refused_add_stores_nothing(i, bad, error, name):
+    """Issue #45: every argument is checked and converted before anything is written; the
+    buffer stays equal to its twin (np.array([None]) used to leave rb.pos 1, frames.pos 2)."""
+    from .twins import assert_same
+
+    buffer, twin = twin_buffers()
+    args = list(GOOD)
+    args[i] = bad
+    with pytest.raises(error, match=name):
+        buffer.add(OBS2, OBS2, *args)
+    assert_same(buffer, twin)
+    buffer.add(OBS2, OBS2, *GOOD)
+    twin.add(OBS2, OBS2, *GOOD)
+    assert buffer.size() == twin.size() == 4
+    assert_same(buffer, twin)
