@@ -76,6 +76,13 @@ cdef class FrameStore:
     cdef readonly object disk
     cdef object disk_file
     cdef int64_t disk_chunks
+    # the stored slots' oldest frames, as a monotone queue over the ring: (slot, its oldest
+    # serial) from the oldest slot on, each entry's serial above the one before (a slot
+    # with no older frame after it is dropped), so the first is the oldest frame any slot
+    # refers to; a slot that refers to no frame has no entry
+    cdef int64_t[:, ::1] window
+    cdef object window_array
+    cdef int64_t window_head, window_len
 
     def __init__(self, int64_t capacity, int64_t n_envs, obs_shape, int64_t stack, int axis,
                  disk=None):
@@ -104,6 +111,9 @@ cdef class FrameStore:
         self.last = self.last_array
         self.has_last_array = np.zeros(n_envs, np.uint8)
         self.has_last = self.has_last_array
+        self.window_array = np.zeros((capacity, 2), np.int64)
+        self.window = self.window_array
+        self.window_head = self.window_len = 0
         self.chunks, self.spares = {}, []
         self.disk, self.disk_file, self.disk_chunks = None, None, 0
         if disk is not None:
@@ -168,20 +178,41 @@ cdef class FrameStore:
     cpdef int64_t oldest_needed(self, bint next_put=False):
         """The oldest frame a transition refers to (the next serial when none); with
         ``next_put``, leaving out the transition the next :meth:`put` overwrites."""
-        cdef int64_t lowest = self.next_serial, slot = -1, e, w, j, serial
-        if self.full and not (next_put and self.capacity == 1):
-            slot = (self.pos + 1) % self.capacity if next_put else self.pos
-        elif not self.full and self.pos > 0:
-            slot = 0  # frames only grow along the ring: the oldest slot holds the oldest
+        cdef int64_t lowest = self.next_serial, skip = 0, e, w, j
+        if (next_put and self.full and self.window_len
+                and self.window[self.window_head, 0] == self.pos):
+            skip = 1  # the queue without its first entry: the same queue for the slots left
+        if skip < self.window_len:
+            lowest = self.window[(self.window_head + skip) % self.capacity, 1]
         for e in range(self.n_envs):
-            for j in range(self.stack):
+            if self.has_last[e]:
                 for w in range(2):
-                    if self.has_last[e] and 0 <= self.last[e, w, j] < lowest:
-                        lowest = self.last[e, w, j]
-                    serial = self.refs[slot, e, w, j] if slot >= 0 else -1
-                    if 0 <= serial < lowest:
-                        lowest = serial
+                    for j in range(self.stack):
+                        if 0 <= self.last[e, w, j] < lowest:
+                            lowest = self.last[e, w, j]
         return lowest
+
+    cdef void _window_put(self, int64_t slot) noexcept nogil:
+        """Slot ``slot``, just written, joins the queue as its newest (replacing what the
+        slot held, the oldest, where the ring is full): O(1) amortised."""
+        cdef int64_t lowest = -1, e, w, j, serial, i
+        if self.window_len and self.window[self.window_head, 0] == slot:
+            self.window_head = (self.window_head + 1) % self.capacity
+            self.window_len -= 1
+        for e in range(self.n_envs):
+            for w in range(2):
+                for j in range(self.stack):
+                    serial = self.refs[slot, e, w, j]
+                    if serial >= 0 and (lowest < 0 or serial < lowest):
+                        lowest = serial
+        if lowest < 0:
+            return  # no frame (zeros): nothing to keep
+        while (self.window_len and self.window[(self.window_head + self.window_len - 1)
+                                               % self.capacity, 1] >= lowest):
+            self.window_len -= 1
+        i = (self.window_head + self.window_len) % self.capacity
+        self.window[i, 0], self.window[i, 1] = slot, lowest
+        self.window_len += 1
 
     cdef _release(self):
         """Chunks no transition refers to any more go back to the spares."""
@@ -204,6 +235,7 @@ cdef class FrameStore:
         self._release()
         for e in range(self.n_envs):
             self._put_one(e, &o[e, 0], &n[e, 0], back)
+        self._window_put(self.pos)
         self.pos += 1
         if self.pos == self.capacity:
             self.pos, self.full = 0, True
@@ -289,6 +321,7 @@ cdef class FrameStore:
         """Forget every transition (the memory stays allocated)."""
         self.refs_array.fill(-1)
         self.has_last_array.fill(0)
+        self.window_head = self.window_len = 0
         for number in list(self.chunks):
             self._spare(self.chunks.pop(number))
         self.pos, self.full = 0, False
@@ -488,6 +521,8 @@ cdef class FrameStore:
         self.last_array[...] = last
         self.has_last_array[...] = has_last.astype(np.uint8)
         self.pos, self.full, self.next_serial = pos, full, end
+        for slot in range(pos, pos + self.capacity) if full else range(pos):
+            self._window_put(slot % self.capacity)
         for number in range(first // CHUNK, (end - 1) // CHUNK + 1 if end > first else 0):
             self._add_chunk(number)
             lo, hi = max(first, number * CHUNK), min(end, (number + 1) * CHUNK)
