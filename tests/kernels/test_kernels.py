@@ -86,17 +86,21 @@ def test_resize_area_real_frames(simd, game_frames, size):
             assert np.array_equal(kernels.resize_area(rgb, size), ref_area(rgb, size))
 
 
+@st.composite
+def shrinks(draw):
+    """A random uint8 image, gray or RGB, up to 260x200, and a size to shrink it to."""
+    h, w = draw(st.integers(1, 260)), draw(st.integers(1, 200))
+    fy, fx = draw(st.floats(0.01, 1.0)), draw(st.floats(0.01, 1.0))
+    cn = draw(st.sampled_from([1, 3]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    img = rng.integers(0, 256, (h, w, cn) if cn == 3 else (h, w), np.uint8)
+    return img, (max(1, int(w * fx)), max(1, int(h * fy)))
+
+
 @settings(max_examples=150, deadline=None)
-@given(
-    src=st.tuples(st.integers(1, 260), st.integers(1, 200)),
-    frac=st.tuples(st.floats(0.01, 1.0), st.floats(0.01, 1.0)),
-    cn=st.sampled_from([1, 3]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_resize_area_random_images(src, frac, cn, seed):
-    h, w = src
-    size = (max(1, int(w * frac[1])), max(1, int(h * frac[0])))
-    img = np.random.default_rng(seed).integers(0, 256, (h, w, cn) if cn == 3 else (h, w), np.uint8)
+@given(case=shrinks())
+def test_resize_area_random_images(case):
+    img, size = case
     for path in kernels.simd_available():
         previous = kernels.set_simd_path(path)
         try:

@@ -8,10 +8,9 @@ import cv2
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from .reference import OPENCV_IS_REFERENCE, resize_area, rgb_to_gray
-from .test_kernels import SIZES
+from .test_kernels import SIZES, shrinks
 
 
 def opencv_area(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -50,16 +49,9 @@ def test_resize_area_real_frames(game_frames, size):
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    src=st.tuples(st.integers(1, 260), st.integers(1, 200)),
-    frac=st.tuples(st.floats(0.01, 1.0), st.floats(0.01, 1.0)),
-    cn=st.sampled_from([1, 3]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_resize_area_random_images(src, frac, cn, seed):
-    h, w = src
-    size = (max(1, int(w * frac[1])), max(1, int(h * frac[0])))
-    img = np.random.default_rng(seed).integers(0, 256, (h, w, cn) if cn == 3 else (h, w), np.uint8)
+@given(case=shrinks())
+def test_resize_area_random_images(case):
+    img, size = case
     expected = opencv_area(img, size)
     compare_with_platform_opencv(resize_area(img, size), expected, f"{img.shape} -> {size}")
 
