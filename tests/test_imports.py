@@ -4,6 +4,7 @@ layers import downward only (docs/architecture.md); a circle is a rule with two 
 from __future__ import annotations
 
 import ast
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import fastatari
@@ -39,7 +40,9 @@ def imports_of(path: Path, modules: set) -> set:
 def graph() -> dict:
     paths = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
     modules = {module_name(p) for p in paths}
-    modules |= {module_name(p) for p in PACKAGE.rglob("*.pyx")}  # compiled: imported, not read
+    # the compiled modules: imported, not read (.pyx in a checkout, extension files installed)
+    compiled = [p for p in PACKAGE.rglob("*") if p.name.endswith((".pyx", *EXTENSION_SUFFIXES))]
+    modules |= {module_name(p.with_name(p.name.split(".")[0] + ".py")) for p in compiled}
     return {module_name(p): imports_of(p, modules) for p in paths}
 
 
