@@ -26,8 +26,13 @@ def autoreset_mode(value: Any) -> AutoresetMode:
 def reset_mask(options: Optional[Dict[str, Any]], num_envs: int,
                first_reset: bool) -> Optional[np.ndarray]:
     """``options["reset_mask"]`` checked as gymnasium's vector envs check it (TypeError for a
-    non-bool array, ValueError for a wrong shape or no env); None when it selects every env."""
-    if not options or "reset_mask" not in options:
+    non-bool array, ValueError for a wrong shape or no env); None when it selects every env.
+    ``options`` itself is None or a dict, as gymnasium's ``reset`` takes it (TypeError)."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict (or None), got {type(options).__name__}")
+    if "reset_mask" not in options:
         return None
     mask = options["reset_mask"]
     if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:

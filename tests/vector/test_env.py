@@ -568,3 +568,19 @@ def test_restart_of_a_paused_env_is_reported_on_its_next_result():
         # and the synchronous API still works after all that
         _, _, term, trunc, info = envs.step(np.ones(4, np.int64))
         assert "worker_restarted" not in info
+
+
+@pytest.mark.parametrize("options", [[1], "reset_mask"])
+def test_reset_options_must_be_a_dict_and_change_nothing(options):
+    with make_vec("breakout", 2, num_workers=1, **FAST) as envs, \
+            make_vec("breakout", 2, num_workers=1, **FAST) as twin:
+        envs.reset(seed=1)
+        twin.reset(seed=1)
+        actions = np.ones(2, np.int64)
+        envs.step(actions)
+        twin.step(actions)
+        with pytest.raises(TypeError, match="options must be a dict"):
+            envs.reset(options=options)
+        for _ in range(3):  # nothing was reset: the envs go on as their twins
+            ours, theirs = envs.step(actions), twin.step(actions)
+            assert np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])
