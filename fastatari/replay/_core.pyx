@@ -508,10 +508,12 @@ cdef class FrameStore:
     def load_state_dict(self, state):
         """Take :meth:`state_dict`'s contents (of a store of the same shape), checked whole
         (:meth:`checked_state`) before anything changes."""
-        self._load_checked(self.checked_state(state))
+        self.load_checked(self.checked_state(state))
 
-    def _load_checked(self, state):
-        """Take a state :meth:`checked_state` gave back (nothing here can fail)."""
+    def load_checked(self, state):
+        """Take a state :meth:`checked_state` gave back (nothing here can fail): the second
+        half of :meth:`load_state_dict`, for an owner that checks several states (its own
+        columns, other stores) before it changes any."""
         refs, last, has_last, frames = (state["refs"], state["last"], state["has_last"],
                                         state["frames"])
         pos, full, first = state["pos"], state["full"], state["first_serial"]

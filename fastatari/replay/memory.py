@@ -11,7 +11,6 @@ from fastatari.core import validate
 from fastatari.replay._core import FrameStore
 from fastatari.replay.layout import (
     check_rows,
-    check_stacks,
     draw_integers,
     stack_layout,
     state_array,
@@ -85,14 +84,12 @@ class ReplayMemory:
         boolean or 0/1 flags, rewards finite in float32). TypeError for what is not numbers,
         ValueError for another shape or such a value, each naming the argument."""
         n = self.n_envs
-        check_stacks("obs", obs, (n, *self.obs_shape))
-        check_stacks("next_obs", next_obs, (n, *self.obs_shape))
         actions = check_rows("actions", actions, (n, *self.actions.shape[2:]), self.actions.dtype)
         rewards = check_rows("rewards", rewards, (n,), np.float32)
         terminated = check_rows("terminated", terminated, (n,), bool)
         truncated = check_rows("truncated", truncated, (n,), bool)
         pos = self.frames.pos
-        self.frames.put(obs, next_obs)
+        self.frames.put(obs, next_obs)  # checks the stacks before it stores anything
         self.actions[pos], self.rewards[pos] = actions, rewards
         self.terminated[pos], self.truncated[pos] = terminated, truncated
 
@@ -136,6 +133,6 @@ class ReplayMemory:
         columns = {name: state_array(name, state[name], getattr(self, name).shape,
                                      getattr(self, name).dtype)
                    for name in ("actions", "rewards", "terminated", "truncated")}
-        self.frames._load_checked(checked)
+        self.frames.load_checked(checked)
         for name, array in columns.items():
             getattr(self, name)[...] = array

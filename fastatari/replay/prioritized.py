@@ -305,7 +305,7 @@ class PrioritizedReplayBuffer:
         stores = []
         for old, store_state in zip(self.stores, checked, strict=True):
             store = FrameStore(old.capacity, 1, old.obs_shape, old.stack, old.axis, old.disk)
-            store._load_checked(store_state)
+            store.load_checked(store_state)
             stores.append(store)
         self.stores, self.windows = stores, windows
         for name in ("actions", "rewards", "dones", "discounts"):

@@ -15,7 +15,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 from fastatari.replay._core import FrameStore
-from fastatari.replay.layout import as_numbers, check_rows, check_stacks, stack_layout, to_tensors
+from fastatari.replay.layout import as_numbers, check_rows, stack_layout, to_tensors
 
 __all__ = ["ReplayBuffer"]
 
@@ -73,8 +73,6 @@ class ReplayBuffer(buffers.ReplayBuffer):
         (:func:`~fastatari.replay.layout.check_rows`; TypeError or ValueError naming the
         argument)."""
         n = self.n_envs
-        check_stacks("obs", obs, (n, *self.obs_shape))
-        check_stacks("next_obs", next_obs, (n, *self.obs_shape))
         action = as_numbers("action", action)
         if action.size != n * self.action_dim:
             raise ValueError(f"action must hold n_envs * action_dim = {n * self.action_dim} "
@@ -95,7 +93,7 @@ class ReplayBuffer(buffers.ReplayBuffer):
                                   [info.get("TimeLimit.truncated", False) for info in infos],
                                   (n,), bool)
         pos: int = self.frames.pos  # SB3's pos, which the store follows
-        self.frames.put(obs, next_obs)
+        self.frames.put(obs, next_obs)  # checks the stacks before it stores anything
         self.actions[pos] = action
         self.rewards[pos] = reward
         self.dones[pos] = done
