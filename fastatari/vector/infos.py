@@ -1,5 +1,5 @@
 """Batched info dicts (gymnasium's vector layout: arrays with ``_key`` masks) cut, joined and
-stacked: the vector env's recv batches and rollouts, and ``fastatari.ray``'s joined blocks."""
+stacked: a rollout's steps stacked, and ``fastatari.ray``'s actors' rollouts joined."""
 
 from __future__ import annotations
 
