@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +14,8 @@ import fastatari  # noqa: E402
 from fastatari import AtariEnv, AtariOptions  # noqa: E402
 from fastatari.core.game import AtariGame  # noqa: E402
 from fastatari.core.games import UNLOADABLE, game_ids, resolve_game  # noqa: E402
+
+from ._python import run_code  # noqa: E402
 
 gymnasium.register_envs(ale_py)
 
@@ -273,9 +272,7 @@ def test_worker_imports_only_what_it_runs(tmp_path):
     envs: that is ale_py's cost, paid once per worker.)"""
     code = ("import sys; import fastatari.vector.worker; "
             "print(' '.join(sorted(m for m in sys.modules)))")
-    # run outside the checkout, so the interpreter imports the same fastatari the tests do
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, cwd=tmp_path, env=_same_fastatari()).stdout.split()
+    loaded = run_code(code, check=True).stdout.split()
     for module in ("fastatari.env", "fastatari.vector.env", "fastatari.vector.pool",
                    "fastatari.envpool", "fastatari.sb3", "fastatari.bench",
                    "fastatari.tools.episodes", "cv2", "torch"):
@@ -284,15 +281,10 @@ def test_worker_imports_only_what_it_runs(tmp_path):
         assert module in loaded
 
 
-def _same_fastatari() -> dict:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-
-
 def test_package_names_load_on_first_use(tmp_path):
     code = ("import sys, fastatari; before = 'fastatari.vector.env' in sys.modules; "
             "fastatari.AtariVectorEnv; print(before, 'fastatari.vector.env' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=tmp_path, env=_same_fastatari()).stdout.split()
+    out = run_code(code, check=True).stdout.split()
     assert out == ["False", "True"]
     with pytest.raises(AttributeError, match="attribute nope"):
         fastatari.nope  # noqa: B018

@@ -7,10 +7,6 @@ the real EnvPool where it is installed, and with the env stepped by hand."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import textwrap
 
 import numpy as np
@@ -24,6 +20,8 @@ from tianshou.data import Collector, CollectStats, VectorReplayBuffer  # noqa: E
 
 import fastatari  # noqa: E402
 from fastatari import envpool as fa_envpool  # noqa: E402
+
+from ._python import run_code  # noqa: E402
 
 try:
     import envpool
@@ -169,13 +167,7 @@ print(json.dumps(out))
 
 
 def run_factory_script(entry: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    # from a neutral folder: ``python -c`` puts the working directory first on sys.path, and a
-    # checkout's fastatari (no compiled module) would shadow the installed one
-    with tempfile.TemporaryDirectory() as neutral:
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(FACTORY_SCRIPT), entry],
-                              capture_output=True, text=True, env=env, timeout=600,
-                              cwd=neutral)
+    done = run_code(textwrap.dedent(FACTORY_SCRIPT), entry, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 

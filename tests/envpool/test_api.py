@@ -8,10 +8,8 @@ import ast
 import graphlib
 import importlib.util
 import inspect
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import gymnasium
@@ -21,6 +19,8 @@ from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoA
 
 import fastatari
 from fastatari import envpool as fa_envpool
+
+from .._python import run_code
 
 HAVE_ENVPOOL = importlib.util.find_spec("envpool") is not None
 
@@ -661,7 +661,5 @@ def test_gym_and_jax_are_imported_only_when_asked_for(tmp_path):
     (env_type="gym") nor jax (env.xla()). Checked in a fresh interpreter, so it can fail."""
     code = ("import sys; from fastatari import envpool; envpool.make('Pong-v5').close(); "
             "print('gym' in sys.modules, 'jax' in sys.modules)")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=tmp_path, env=env).stdout.split()
+    out = run_code(code, check=True).stdout.split()
     assert out == ["False", "False"]

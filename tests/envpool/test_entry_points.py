@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import os
-import subprocess
 import sys
 
 import gymnasium
@@ -17,6 +15,8 @@ import numpy as np
 import pytest
 
 from fastatari import envpool as fa_envpool
+
+from .._python import run_code
 
 HAVE_ENVPOOL = importlib.util.find_spec("envpool") is not None
 HAVE_DM_ENV = importlib.util.find_spec("dm_env") is not None
@@ -165,9 +165,7 @@ def test_dm_api_without_dm_env_names_the_package(monkeypatch):
 def test_dm_env_is_imported_only_when_asked_for(tmp_path):
     code = ("import sys; from fastatari import envpool; envpool.make_spec('Pong-v5'); "
             "print('dm_env' in sys.modules)")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=tmp_path, env=env).stdout.split()
+    out = run_code(code, check=True).stdout.split()
     assert out == ["False"]
 
 

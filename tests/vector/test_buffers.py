@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 import sys
 import textwrap
 
@@ -17,6 +16,7 @@ from fastatari.vector.buffers import Layout, SharedBuffers, SharedMemory
 from fastatari.vector.host import HOST
 
 from .._processes import blocks_held, linux_only
+from .._python import run_code
 
 OBS_SHAPES = [(4, 84, 84), (84, 84, 4), (1, 7, 5), (4, 84, 84, 3), (210, 160, 12), (3,)]
 NUM_ENVS = [1, 3, 8, 17]
@@ -176,8 +176,7 @@ def test_a_child_process_given_the_descriptor_writes_what_the_parent_reads(memor
     """)
     try:
         buffers.action[1] = 41
-        subprocess.run([sys.executable, "-c", child], pass_fds=(buffers.handle,), check=True,
-                       timeout=60)
+        run_code(child, pass_fds=(buffers.handle,), check=True, timeout=60)
         assert buffers.action[1] == 42
         assert buffers.obs[3, 0, 5, 6] == 200
         assert buffers.final_info["frame_number"][2] == 123456789
@@ -224,8 +223,7 @@ HELD_VIEW_CHILD = textwrap.dedent("""
 
 
 def test_close_while_a_view_is_held_keeps_the_view_valid():
-    child = subprocess.run([sys.executable, "-c", HELD_VIEW_CHILD], capture_output=True,
-                           text=True, timeout=60)
+    child = run_code(HELD_VIEW_CHILD, timeout=60)
     assert child.returncode == 0, f"child died with {child.returncode}: {child.stderr[-500:]}"
     assert child.stdout.split() == ["9", "1", "4"]
 

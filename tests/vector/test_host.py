@@ -9,13 +9,14 @@ import dataclasses
 import multiprocessing as mp
 import os
 import select
-import subprocess
 import sys
 
 import pytest
 
 from fastatari.vector import pool
 from fastatari.vector.host import HOST, Host, detect
+
+from .._python import run_code, same_fastatari
 
 
 def native() -> Host:
@@ -64,10 +65,7 @@ def test_host_is_read_once_and_every_module_reads_the_same():
     code = ("from fastatari.vector import buffers, host, launch, placement, pool; "
             "print(all(m.HOST is host.HOST for m in (buffers, launch, placement, pool)), "
             "host.HOST.spawn, host.HOST.memory, pool.PORTABLE_WAITS)")
-    env = dict(os.environ, FASTATARI_PLATFORM_PATHS="windows",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=env, timeout=60)
+    result = run_code(code, env=same_fastatari(FASTATARI_PLATFORM_PATHS="windows"), timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True", native().memory, "True"]
 

@@ -19,6 +19,7 @@ from fastatari.vector import AtariVectorEnv, WorkerError, launch, make_vec, plan
 from fastatari.vector.host import HOST
 
 from .._processes import alive, blocks_held, linux_only, shm_segments
+from .._python import run_code
 
 FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=1200)
 
@@ -122,9 +123,7 @@ def test_workers_import_nothing_from_the_working_directory(tmp_path):
 def test_python_dash_c_works(tmp_path):
     code = ("import numpy as np, fastatari; e = fastatari.make_vec('breakout', 2, num_workers=2);"
             " e.reset(seed=0); e.step(np.zeros(2, np.int64)); e.close(); print('OK')")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path, env=env)
+    result = run_code(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "OK"
 
