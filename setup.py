@@ -53,11 +53,19 @@ extensions = [
         **common,
     ),
     Extension(
+        "fastatari.vector._book",
+        sources=["fastatari/vector/_book.pyx"],
+        depends=["fastatari/vector/_book.pxd", "fastatari/vector/_codes.pxd"],
+        include_dirs=[np.get_include()],
+        **common,
+    ),
+    Extension(
         "fastatari.vector._step",
         sources=["fastatari/vector/_step.pyx"],
-        # it runs _wait's HotPath (cimported through _wait.pxd)
+        # it runs _wait's HotPath and reads _book's columns (cimported through their .pxd)
         depends=["fastatari/vector/_wait.pxd", "fastatari/vector/fa_wait.pxd",
-                 "fastatari/vector/_codes.pxd", "fastatari/vector/csrc/fa_wait.h"],
+                 "fastatari/vector/_book.pxd", "fastatari/vector/_codes.pxd",
+                 "fastatari/vector/csrc/fa_wait.h"],
         include_dirs=["fastatari/vector/csrc", np.get_include()],
         **common,
     ),

@@ -1,6 +1,6 @@
-# The per-env codes that the shared memory and the compiled step share, declared once: what the
-# trainer asks of an env (its op word; messages.Op) and where its step is (book.Phase). Python
-# reads them from _wait (OPS, PHASES), so the enums are these values.
+# The per-env codes that the shared memory, the book and the step share, declared once: what the
+# trainer asks of an env (its op word; messages.Op, which reads them from _wait.OPS) and where
+# its step is (_book.Phase).
 
 cdef enum:
     OP_IDLE = 0
@@ -15,5 +15,5 @@ cdef enum:
 
 cdef inline unsigned char next_op(unsigned char ended) noexcept nogil:
     """The op of an env's next step: a reset after an ended episode (the autoreset), else a
-    step. The compiled step asks it per env; EnvBook through ``_wait.next_ops``."""
+    step (the book's rule: ``EnvBook.mark_sent``)."""
     return OP_RESET if ended else OP_STEP

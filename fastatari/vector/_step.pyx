@@ -1,16 +1,14 @@
-"""The common step, compiled: the synchronous ``step``, and async ``send`` and ``recv``, each one
-call from the actions to the returned arrays and batched info (checking and writing the
-actions and each env's op, the executor's start and wait, the results), and the one-caller
-guard those calls enter.
+"""The step of a vector env, compiled: the synchronous ``step``, and async ``send`` and
+``recv``, each one call from the actions to the returned arrays and batched info (checking and
+writing the actions, each env's op from its book, the executor's start and wait, the results),
+and the one-caller guard those calls enter.
 
-The vector env's front takes this path for the common step: every env sent steps or, after an
-ended episode under next-step autoreset, resets; no restart awaits its report; the actions are
-an int64 array of the right shape and range (and the env ids, for ``send``, an int64 array of
-distinct idle envs); and no env returned left a final observation (same-step autoreset).
-Anything else returns ``NOT_COMMON``, None or False here, having changed nothing, and the
-front's general path, in Python, does that call whole, raising its precise errors; the two give
-the same results. A fault met in a wait (a worker's death, a timeout) is handed back as the
-executor's replies, for the general path to finish the call.
+There is one step. Its rare cases are lanes of it, taken where they arise: actions that are not
+an int64 array of valid actions (other dtypes, PufferLib's int32, continuous actions, errors)
+are checked and converted by the front, which writes them and calls the ``*_written`` entry;
+an env with a restart to report or a reset due (its book) gets its own op; a fault met in a
+wait (a worker's death, a timeout) is collected and applied to the book here; a final
+observation or a restart adds its entries to the batched info.
 """
 
 from cpython.dict cimport PyDict_Copy
@@ -24,19 +22,15 @@ import numpy as np
 
 cimport numpy as cnp
 
-from fastatari.vector._codes cimport PHASE_ANSWERED, PHASE_IDLE, PHASE_IN_FLIGHT, next_op
+from fastatari.vector._book cimport EnvBook
+from fastatari.vector._codes cimport PHASE_IDLE
 from fastatari.vector._wait cimport HotPath
 from fastatari.vector.fa_wait cimport FA_DONE
 
+from fastatari.vector.infos import batched
+from fastatari.vector.messages import ReplyKind
+
 cnp.import_array()
-
-cdef enum:
-    _NOT_COMMON = 0
-    _ALL_STEP = 1
-    _SOME_RESET = 2
-
-#: :meth:`CommonStep.write_actions`' answers: not the common step; every env steps; some reset.
-NOT_COMMON, ALL_STEP, SOME_RESET = _NOT_COMMON, _ALL_STEP, _SOME_RESET
 
 #: Sets of the arrays a step (or a recv of a whole batch) returns, reused once no caller
 #: holds them.
@@ -90,7 +84,7 @@ cdef class CallGuard:
         self.inside = False
 
 
-cdef class CommonStep
+cdef class VectorStep
 
 
 cdef class _ResultSlot:
@@ -106,7 +100,7 @@ cdef class _ResultSlot:
     cdef tuple arrays
     cdef object idle_refs
 
-    def __init__(self, CommonStep step, Py_ssize_t rows, bint with_obs):
+    def __init__(self, VectorStep step, Py_ssize_t rows, bint with_obs):
         def like(column):
             return np.empty((rows,) + column.shape[1:], column.dtype)
 
@@ -192,54 +186,52 @@ cdef class _ResultSlot:
             self.truncated, info
 
 
-cdef class CommonStep:
-    """The common step of ``num_envs`` envs over the shared ``buffers`` columns, with the
-    book's ``ended``, ``restarted`` and ``phase`` arrays (``EnvBook.step_columns``).
+cdef class VectorStep:
+    """The step of ``num_envs`` envs over the shared ``buffers`` columns and their ``book``
+    (:class:`~fastatari.vector._book.EnvBook`).
 
     ``same_step``, ``next_step``: the autoreset mode (``VectorConfig``'s): an ended env resets
-    in the step that ends it, or at its next step; neither (disabled): the caller resets it (the
-    general path raises).
-    ``game_fields``: the names of a finished game's statistics (``info["game"]``);
+    in the step that ends it, or at its next step; neither (disabled): the caller resets it
+    (the front raises ``ResetNeeded``). ``fields``: the info fields (``.name``, ``.shape``);
+    ``game_key``, ``game_fields``: a finished game's statistics (``info["game"]``);
     ``game_index``: each env's game (``info["game_index"]``), None for one game.
+    ``num_actions``: the discrete actions (0: continuous ones, which the front always checks).
 
-    ``executor`` runs the envs (through its ``hot_path`` where it has one). With ``copy``, the
-    common step returns one of its output slots (``Executor.outputs``) that the workers filled
-    instead of a copy of the observations: :meth:`write_actions` chooses one that no caller
-    holds any more (:attr:`output`; -1 when each is held: a copy), which :meth:`step` starts
-    the envs with. The other arrays of a step, and of a ``recv`` of ``batch_size`` envs its
-    observations too, come the same way from sets of its own (fresh copies when each is
-    held)."""
+    ``executor`` runs the envs (through its ``hot_path`` where it has one). With ``copy``, a
+    step returns one of its output slots (``Executor.outputs``) that the workers filled
+    instead of a copy of the observations: the step chooses one that no caller holds any more
+    (-1 when each is held: a copy). The other arrays of a step, and of a ``recv`` of
+    ``batch_size`` envs its observations too, come the same way from sets of its own (fresh
+    copies when each is held)."""
 
     cdef Py_ssize_t n
     cdef int64_t num_actions
     cdef int64_t[::1] action
-    cdef uint8_t[::1] ended, restarted, phase, game_done, has_final, terminated_v, truncated_v
+    cdef EnvBook book
+    cdef uint8_t[::1] game_done, has_final, terminated_v, truncated_v
     cdef uint8_t[::1] ops_v
     cdef int64_t[::1] every, sent_actions
-    cdef readonly object ops
-    cdef object all_ids
+    cdef object ops, all_ids, buffers
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
-    cdef object game_index
+    cdef object game_index, info_fields
     cdef tuple fields, game_columns, outputs, step_slots, batch_slots
     cdef object executor
     cdef HotPath hot
     cdef Py_ssize_t batch_size
-    #: After a compiled ``recv``: the envs sent and not yet returned.
-    cdef readonly Py_ssize_t in_flight
     cdef object game_mask_key
     cdef Py_ssize_t idle_refs
-    cdef readonly int output
-    cdef bint copy, life_loss_info, track_ended, reset_ended
+    cdef int output
+    cdef bint copy, life_loss_info, same_step, track_ended, disabled
 
-    def __init__(self, buffers, ended, restarted, phase, field_names, game_key, game_fields,
-                 game_index, int64_t num_actions, bint copy, bint life_loss_info,
-                 bint same_step, bint next_step, executor, Py_ssize_t batch_size=0):
-        self.n = ended.shape[0]
+    def __init__(self, buffers, EnvBook book, fields, game_key, game_fields, game_index,
+                 int64_t num_actions, bint copy, bint life_loss_info, bint same_step,
+                 bint next_step, executor, Py_ssize_t batch_size):
+        self.n = book.num_envs
+        self.book = book
+        self.buffers = buffers
         self.num_actions = num_actions
-        self.action = buffers.action
-        self.ended = ended.view(np.uint8)
-        self.restarted = restarted.view(np.uint8)
-        self.phase = phase
+        if num_actions:
+            self.action = buffers.action
         self.all_ids = np.arange(self.n, dtype=np.int64)
         self.every = self.all_ids
         self.sent_actions = np.zeros(self.n, np.int64)
@@ -251,17 +243,18 @@ cdef class CommonStep:
         self.terminated_v = buffers.terminated.view(np.uint8)
         self.truncated_v = buffers.truncated.view(np.uint8)
         self.life_loss = buffers.life_loss
-        self.fields = tuple((name, buffers.info[name]) for name in field_names)
+        self.info_fields = tuple(fields)
+        self.fields = tuple((f.name, buffers.info[f.name]) for f in fields)
         self.game_key, self.game_mask_key = game_key, "_" + game_key
         self.game_columns = tuple((name, buffers.game[name]) for name in game_fields)
         self.game_index = game_index
         self.ops = np.zeros(self.n, np.uint8)
         self.ops_v = self.ops
-        self.copy, self.life_loss_info = copy, life_loss_info
-        self.track_ended = not same_step  # ended envs matter at the next step
-        self.reset_ended = next_step
+        self.copy, self.life_loss_info, self.same_step = copy, life_loss_info, same_step
+        self.track_ended = not same_step  # same-step: an ended env reset in the step
+        self.disabled = not (same_step or next_step)  # an ended env waits for the caller
         self.executor, self.hot = executor, executor.hot_path
-        self.batch_size, self.in_flight = batch_size, 0
+        self.batch_size = batch_size
         outputs = executor.outputs
         self.outputs = outputs if copy else ()
         self.output = -1
@@ -277,6 +270,11 @@ cdef class CommonStep:
         self.batch_slots = tuple(_ResultSlot(self, batch_size, True)
                                  for _ in range(RESULT_SLOTS if batch_size else 0))
 
+    @property
+    def closed(self):
+        """Whether the executor is closed (nothing may run)."""
+        return self.executor.closed if self.hot is None else self.hot.closed
+
     cdef int _free_output(self):
         cdef Py_ssize_t k
         for k in range(len(self.outputs)):
@@ -284,134 +282,107 @@ cdef class CommonStep:
                 return <int>k
         return -1
 
-    cdef bint _closed(self) except -1:
-        return self.executor.closed if self.hot is None else self.hot.closed
-
+    # -- step ----------------------------------------------------------------------------------
     def step(self, actions):
-        """The synchronous common step, whole: :meth:`write_actions`, the executor's round
-        trip (compiled: its ``hot_path``) and :meth:`results`. Returns the step's results; a
-        list of replies when the round trip ran but only the general path gives the results
-        (a fault: the replies seen, the envs still owed not yet collected; none: a final
-        observation); None, having run nothing, when it is not the common step or the
-        executor is closed."""
-        cdef int common, found
-        if self._closed():
+        """The synchronous step of every env with ``actions``: its results. None, having
+        changed nothing, when the actions are not an int64 array of ``num_envs`` valid actions
+        or an ended env waits for the caller's reset (autoreset disabled): the front then
+        checks them (raising its precise errors), writes them and calls
+        :meth:`step_written`."""
+        if self.num_actions == 0 or self.closed or not self._write_actions(actions):
             return None
-        common = self._write_actions(actions)
-        if common == _NOT_COMMON:
-            return None
-        if self.hot is not None:
-            found = self.hot.round_trip(NULL if common == _ALL_STEP else &self.ops_v[0],
-                                        self.output)
-            if found != FA_DONE:
-                return self.executor.after_wait(found)
-        else:
-            replies = self.executor.run_and_collect(None if common == _ALL_STEP else self.ops,
-                                                    self.output)
-            if replies:
-                return replies
-        results = self._results(None)
-        return [] if results is None else results
+        return self._step()
 
-    def send(self, actions, env_ids):
-        """The async common send, whole: :meth:`write_send`, then the executor starts the
-        envs. True when sent; False, having changed nothing, when it is not the common send
-        or the executor is closed."""
-        if self._closed() or self._write_send(actions, env_ids) is None:
-            return False
-        if self.hot is not None:
-            self.hot.start(&self.ops_v[0], -1, True)
-        else:
-            self.executor.run(self.ops)
-        return True
+    def step_written(self):
+        """The synchronous step of the actions the front checked and wrote into the shared
+        action column: its results."""
+        return self._step()
 
-    def recv(self):
-        """The async common recv, whole: wait for the first ``batch_size`` envs to finish
-        (fewer if fewer are in flight), take them and :meth:`results` with
-        ``info["env_id"]``, the envs idle again. Returns the results (:attr:`in_flight`: the
-        envs still sent and not returned); a list of replies when it waited and a fault came
-        (to apply: the general path goes on); None, having returned nothing, when the general
-        path must: no compiled wait (``hot_path``), a closed executor, envs answered and not
-        yet returned (its queue), or after the wait results that only it gives (a final
-        observation, a restart to report: the envs taken are put back)."""
-        cdef Py_ssize_t i, want, sent = 0
-        cdef int found
-        if self.hot is None or self.hot.closed or self.batch_size == 0:
-            return None
-        for i in range(self.n):
-            if self.phase[i] == PHASE_ANSWERED:
-                return None
-            sent += self.phase[i] != PHASE_IDLE
-        want = min(self.batch_size, sent)
-        if want == 0:
-            return None
-        found = self.hot.wait(self.hot.collected + want, self.hot.timeout)
-        if found != FA_DONE:
-            return self.executor.after_wait(found, True)
-        ids = self.hot.take(True, want)
-        cdef const int64_t[::1] taken = ids
-        results = self._results(ids) if taken.shape[0] == want else None
-        if results is None:
-            self.hot.untake(ids)
-            return None
-        for i in range(want):
-            self.phase[taken[i]] = PHASE_IDLE
-        self.in_flight = sent - want
-        (<dict>results[4])["env_id"] = ids
-        return results
-
-    def write_actions(self, actions):
-        """Check ``actions`` and, for the common step, write them and each env's op
-        (:attr:`ops`): ``ALL_STEP`` when every env steps, ``SOME_RESET`` when some reset
-        after an ended episode. ``NOT_COMMON`` for anything else (another dtype or shape, an
-        action out of range, a restart to report, an ended episode without next-step
-        autoreset): the general path then checks and writes the actions itself."""
-        return self._write_actions(actions)
-
-    cdef int _write_actions(self, actions) except -1:
+    cdef bint _write_actions(self, actions) except -1:
+        """Copy ``actions`` into the shared column and check them there (what is checked is
+        what the workers read: another thread may change the caller's array); False when the
+        front must check them (the column is then its to rewrite)."""
         cdef Py_ssize_t i, n = self.n
         cdef int64_t a, limit = self.num_actions
         cdef const int64_t[::1] given
-        cdef int answer = _ALL_STEP
-        self.output = -1
+        cdef bint ok = True
         if not (isinstance(actions, np.ndarray) and actions.dtype == np.int64
                 and actions.ndim == 1 and actions.shape[0] == n):
-            return _NOT_COMMON
+            return False
         given = np.ascontiguousarray(actions)
         with nogil:
-            # copied first, then checked: what is checked is what the workers read (another
-            # thread may change the caller's array); the general path rewrites it otherwise
             memmove(&self.action[0], &given[0], n * sizeof(int64_t))
             for i in range(n):
                 a = self.action[i]
-                if a < 0 or a >= limit or self.restarted[i]:
-                    answer = _NOT_COMMON
+                if a < 0 or a >= limit or (self.disabled and self.book.ended[i]):
+                    ok = False
                     break
-                if self.ended[i]:
-                    if not self.reset_ended:
-                        answer = _NOT_COMMON
-                        break
-                    answer = _SOME_RESET
-            if answer == _SOME_RESET:
-                for i in range(n):
-                    self.ops_v[i] = next_op(self.ended[i])
-        if answer != _NOT_COMMON:
-            self.output = self._free_output()
-        return answer
+        return ok
 
-    def write_send(self, actions, env_ids):
-        """Check ``actions`` for ``env_ids`` (None: every env) and, for the common send,
-        write them, each env's op (:attr:`ops`) and its phase (in flight); returns the ids to
-        run. None for anything else (another dtype or shape, an id out of range, repeated,
-        busy or with a restart to report, an action out of range, an ended episode without
-        next-step autoreset), with nothing written: the general path then raises or sends."""
-        return self._write_send(actions, env_ids)
+    cdef _step(self):
+        """Run every env (its op from the book: a reset after an ended episode, none for one
+        whose restart is to be reported, whose result is already there) and wait for all; a
+        fault met meanwhile is collected and applied here. The results."""
+        cdef Py_ssize_t i
+        cdef bint plain = True
+        cdef int found
+        cdef uint8_t *ops = NULL
+        for i in range(self.n):
+            if self.book.ended[i] or self.book.restarted[i]:
+                plain = False
+                break
+        if not plain:
+            self.book.mark_sent(self.every, self.ops_v)
+            ops = &self.ops_v[0]
+        # the workers' copy of the observations, unless an env does not run (its row would be
+        # stale there)
+        self.output = self._free_output() if plain or not self.book.any_restarted(self.every) \
+            else -1
+        replies = None
+        if self.hot is not None:
+            found = self.hot.round_trip(ops, self.output)
+            if found != FA_DONE:
+                replies = self.executor.after_wait(found)
+        else:
+            replies = self.executor.run_and_collect(None if plain else self.ops, self.output)
+        if replies:
+            self._apply_faults(replies)
+            self.output = -1  # a restarted env's observation is not in the workers' copy
+        if not plain or replies:
+            self.book.all_idle()
+        return self._results(None)
+
+    cdef _apply_faults(self, list replies):
+        """A fault answered the wait early: collect the rest, then the book takes what
+        happened besides envs answering (restarts)."""
+        while self.executor.busy():
+            replies += self.executor.collect()
+        self.book.apply([r for r in replies if r.kind is not ReplyKind.DONE])
+
+    # -- send, recv ----------------------------------------------------------------------------
+    def send(self, actions, env_ids):
+        """Start ``env_ids`` (None: every env) with ``actions``: True. False, having changed
+        nothing, when they are not int64 arrays of distinct idle envs and valid actions (or
+        an ended env waits for the caller's reset): the front then checks them, writes the
+        actions and calls :meth:`send_written`."""
+        if self.num_actions == 0 or self.closed:
+            return False
+        ids = self._write_send(actions, env_ids)
+        if ids is None:
+            return False
+        self._send(ids)
+        return True
+
+    def send_written(self, ids):
+        """Start ``ids`` (an int64 array of distinct idle envs, checked by the front), whose
+        actions it wrote into the shared column."""
+        self._send(ids)
 
     cdef _write_send(self, actions, env_ids):
         cdef Py_ssize_t i, j, k
         cdef int64_t a, limit = self.num_actions
         cdef const int64_t[::1] given, sel
-        cdef bint common = True
+        cdef bint ok = True
         if env_ids is None:
             ids = self.all_ids
         elif (isinstance(env_ids, np.ndarray) and env_ids.dtype == np.int64
@@ -426,62 +397,134 @@ cdef class CommonStep:
         sel = ids
         given = np.ascontiguousarray(actions)
         with nogil:
-            # the ops of this send, IDLE for the envs not sent (Executor.run): a repeated id
-            # finds its op already set
+            # ops_v marks the envs seen (a repeated id finds its mark); mark_sent rewrites it
             memset(&self.ops_v[0], 0, self.n)
             for j in range(k):
                 i = sel[j]
-                if i < 0 or i >= self.n or self.ops_v[i] or self.phase[i] != PHASE_IDLE \
-                        or self.restarted[i] or (self.ended[i] and not self.reset_ended):
-                    common = False
+                if i < 0 or i >= self.n or self.ops_v[i] or self.book.phase[i] != PHASE_IDLE \
+                        or (self.disabled and self.book.ended[i]):
+                    ok = False
                     break
                 a = given[j]  # read once: what is checked is what is written
                 if a < 0 or a >= limit:
-                    common = False
+                    ok = False
                     break
-                self.ops_v[i] = next_op(self.ended[i])
+                self.ops_v[i] = 1
                 self.sent_actions[i] = a
-            if common:
+            if ok:
                 for j in range(k):
                     i = sel[j]
                     self.action[i] = self.sent_actions[i]
-                    self.phase[i] = PHASE_IN_FLIGHT
-        return ids if common else None
+        return ids if ok else None
 
-    def results(self, ids=None):
-        """The ``(obs, reward, terminated, truncated, info)`` of every env (``ids`` None: a
-        synchronous step) or of ``ids`` (an int64 array: a ``recv``), as the general path
-        gives them, or None when only it can (a final observation, a restart to report),
-        with nothing changed. Records which envs' episodes ended."""
-        return self._results(ids)
+    cdef _send(self, ids):
+        cdef Py_ssize_t run
+        if self.book.any_restarted(ids):  # answered at once: after the envs done before them
+            self.book.apply(self.executor.collect(0))
+        run = self.book.mark_sent(ids, self.ops_v)
+        if run == 0:
+            return
+        if self.hot is not None:
+            self.hot.start(&self.ops_v[0], -1, True)
+        else:
+            self.executor.run(self.ops)
 
+    def recv(self):
+        """The first ``batch_size`` envs to finish (fewer if fewer are in flight): their
+        results with ``info["env_id"]``, in the order they finished, the envs idle again.
+        Envs the book holds answered (a restart's, a fault's) come first."""
+        cdef Py_ssize_t i, want
+        cdef int found
+        cdef const int64_t[::1] taken
+        book = self.book
+        want = min(self.batch_size, book.in_flight())
+        if want == 0:
+            raise ValueError("recv() with no env in flight")  # the front checks first
+        if self.hot is not None and book.count == 0:
+            found = self.hot.wait(self.hot.collected + want, self.hot.timeout)
+            if found == FA_DONE:
+                ids = self.hot.take(True, want)
+                taken = ids
+                if taken.shape[0] == want:
+                    for i in range(want):
+                        book.phase[taken[i]] = PHASE_IDLE
+                    return self._batch(ids)
+                self.hot.untake(ids)  # fewer (a recv from a signal's handler took some)
+            else:
+                book.apply(self.executor.after_wait(found, True))
+        while book.count < want:
+            book.apply(self.executor.collect(want - book.count))
+        return self._batch(book.take_answered(want))
+
+    cdef _batch(self, ids):
+        results = self._results(ids)
+        (<dict>results[4])["env_id"] = ids
+        return results
+
+    # -- results -------------------------------------------------------------------------------
     cdef _results(self, ids):
+        """The ``(obs, reward, terminated, truncated, info)`` of every env (``ids`` None: a
+        synchronous step) or of ``ids`` (an int64 array: a ``recv``); records which envs'
+        episodes ended."""
         cdef Py_ssize_t i, j, k
         cdef const int64_t[::1] sel = self.every if ids is None else ids
-        cdef bint common = True, games = False, whole = ids is None
+        cdef bint rare = False, games = False, whole = ids is None
         k = sel.shape[0]
         with nogil:
             for j in range(k):
                 i = sel[j]
-                if self.has_final[i] or self.restarted[i]:
-                    common = False
-                    break
+                if (self.same_step and self.has_final[i]) or self.book.restarted[i]:
+                    rare = True
                 if self.game_done[i]:
                     games = True
-            if common and self.track_ended:
-                for j in range(k):
-                    i = sel[j]
-                    self.ended[i] = self.terminated_v[i] | self.truncated_v[i]
-        if not common or k == 0:
-            return None
+                # an ended episode's env resets at its next step (next-step autoreset) or
+                # waits for the caller's reset (disabled); same-step reset it already
+                self.book.ended[i] = (self.terminated_v[i] | self.truncated_v[i]) \
+                    if self.track_ended else 0
         obs = None
         if whole:  # copies: views of the whole columns would change at the next step
             if self.output >= 0:  # the workers' copy
                 obs = self.outputs[self.output]
             else:
                 obs = self.obs.copy() if self.copy else self.obs
+        results = None
         for slot in (self.step_slots if whole else self.batch_slots):
             if (<_ResultSlot>slot).rows == k and (<_ResultSlot>slot).idle():
-                return (<_ResultSlot>slot).fill(sel, whole, obs, games)
-        # each set held (or a batch of another size): fresh arrays
-        return _ResultSlot(self, k, not whole).fill(sel, whole, obs, games)
+                results = (<_ResultSlot>slot).fill(sel, whole, obs, games)
+                break
+        if results is None:  # each set held (or a batch of another size): fresh arrays
+            results = _ResultSlot(self, k, not whole).fill(sel, whole, obs, games)
+        if rare:
+            self._rare_entries(results[4], self.all_ids if whole else ids,
+                               np.ones(k, np.bool_))
+        return results
+
+    cdef _rare_entries(self, dict info, full, mask):
+        """The info's entries for the envs ``full`` (where ``mask``) that few steps have: a
+        restart to report (once), and under same-step autoreset the ended episodes' final
+        observations and infos."""
+        buf = self.buffers
+        restarted = self.book.report_restarted(full, mask)
+        if restarted.any():
+            info["worker_restarted"], info["_worker_restarted"] = restarted, restarted.copy()
+        if self.same_step:
+            has_final = buf.has_final[full] & mask
+            if has_final.any():
+                final_obs = np.empty(full.size, object)
+                for j in np.flatnonzero(has_final):
+                    final_obs[j] = buf.final_obs[full[j]].copy()
+                info["final_obs"], info["_final_obs"] = final_obs, has_final
+                info["final_info"] = batched(buf.final_info, self.info_fields, buf.game_done,
+                                             buf.game, self.game_key, full, has_final)
+                info["_final_info"] = has_final.copy()
+
+    def info(self, mask):
+        """gymnasium's batched info of every env where ``mask`` (a reset's), zeros
+        elsewhere."""
+        buf = self.buffers
+        info = batched(buf.info, self.info_fields, buf.game_done, buf.game, self.game_key,
+                       slice(None), mask)
+        if self.game_index is not None:
+            info["game_index"], info["_game_index"] = self.game_index.copy(), mask.copy()
+        self._rare_entries(info, self.all_ids, mask)
+        return info

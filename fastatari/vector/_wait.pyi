@@ -7,9 +7,6 @@ TIMEOUT: int
 DONE: int
 EVENT: int
 OPS: dict[str, int]
-PHASES: dict[str, int]
-
-def next_ops(ended: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]: ...
 
 class SpinRule:
     seconds: float

@@ -7,15 +7,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from fastatari.vector._codes cimport (
-    OP_IDLE,
-    OP_RESET,
-    OP_STEP,
-    PHASE_ANSWERED,
-    PHASE_IDLE,
-    PHASE_IN_FLIGHT,
-    next_op,
-)
+from fastatari.vector._codes cimport OP_IDLE, OP_RESET, OP_STEP
 from fastatari.vector.fa_wait cimport (
     FA_CONTROL_BYTES,
     FA_DONE,
@@ -45,19 +37,8 @@ FAST_WAITS = bool(fa_fast_waits())
 TIMEOUT = FA_TIMEOUT
 DONE = FA_DONE
 EVENT = FA_EVENT
-#: The per-env codes (``_codes.pxd``), by name: ``messages.Op`` and ``book.Phase`` take them.
+#: The ops (``_codes.pxd``), by name: ``messages.Op`` takes them.
 OPS = {"IDLE": OP_IDLE, "STEP": OP_STEP, "RESET": OP_RESET}
-PHASES = {"IDLE": PHASE_IDLE, "IN_FLIGHT": PHASE_IN_FLIGHT, "ANSWERED": PHASE_ANSWERED}
-
-
-def next_ops(const uint8_t[::1] ended):
-    """The ops of the envs whose ``ended`` flags these are (``_codes.next_op``: the one rule)."""
-    cdef Py_ssize_t i, n = ended.shape[0]
-    out = np.empty(n, np.uint8)
-    cdef uint8_t[::1] ops = out
-    for i in range(n):
-        ops[i] = next_op(ended[i])
-    return out
 
 
 cdef fa_control *_control(uint8_t[::1] control) except NULL:

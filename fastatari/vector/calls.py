@@ -19,7 +19,7 @@ from gymnasium.vector import AutoresetMode
 from fastatari.vector._step import CallGuard
 
 if TYPE_CHECKING:
-    from fastatari.vector.book import EnvBook
+    from fastatari.vector._book import EnvBook
 
 __all__ = ["CallOrder", "ConcurrentCallError", "State", "one_caller"]
 
@@ -118,7 +118,7 @@ class CallOrder:
         """With autoreset disabled, an env whose episode ended must be reset first."""
         if self.metadata.get("autoreset_mode") is not AutoresetMode.DISABLED:
             return
-        ended = ids[self.book.ended(ids)]
+        ended = ids[self.book.ended_of(ids)]
         if ended.size:
             raise ResetNeeded(f"env {int(ended[0])} ended its episode and autoreset_mode is "
                               f"DISABLED: reset it first (reset(options={{'reset_mask': "

@@ -5,8 +5,9 @@ autoreset bookkeeping, gymnasium's batched ``info`` and the report of a restart.
 from a :class:`~.plan.VectorPlan` (what it is) and an :class:`~.executor.Executor` (what runs
 the envs: the local worker processes, :class:`~.pool.WorkerPool`, or Ray actors,
 ``fastatari.ray``); either leaves every result in the columns of its buffers
-(:mod:`fastatari.core.schema`), which the env reads. Its per-env state lives in one
-:class:`~.book.EnvBook`.
+(:mod:`fastatari.core.schema`). The step itself, from the actions to the results, is one
+compiled :class:`~._step.VectorStep`; the per-env state lives in one compiled
+:class:`~._book.EnvBook`.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from fastatari.core import validate
 from fastatari.core.continuous import ACTION_HIGH, ACTION_LOW
 from fastatari.core.schema import GAME_FIELDS, GAME_KEY, info_fields
 from fastatari.vector import _step, rollout
-from fastatari.vector.book import EnvBook
+from fastatari.vector._book import EnvBook
 from fastatari.vector.calls import CallOrder, State, one_caller
-from fastatari.vector.executor import Executor, WorkerError, check_command, faults, raised_envs
+from fastatari.vector.executor import Executor, WorkerError, check_command, raised_envs
 from fastatari.vector.messages import Reply
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.resets import reset_mask
@@ -147,36 +148,33 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.games: Tuple[str, ...] = lineup.games
         self.game_names: Tuple[str, ...] = lineup.names
         self.rom: Optional[str] = None if lineup.multi else self.games[0]
-        self._game_index = lineup.game_index()
         self.metadata = dict(self.metadata, autoreset_mode=config.autoreset_mode)
         self.autoreset_mode = config.autoreset_mode  # as gymnasium's Sync/AsyncVectorEnv
-        self._same_step = config.same_step
-        self._info_fields = info_fields(self.options)
         self.book = EnvBook(num_envs)
         self._all_ids = np.arange(num_envs)
         self._buf = executor.buffers
-        self._fast: Optional[_step.CommonStep] = None
+        # FASTATARI_CHECKED_CALLS=1 sends every step, send and recv through the front's checks
+        # (the lane of actions the step cannot take as they are): how tests and benchmarks
+        # compare the two lanes
+        self._checks_first = os.environ.get("FASTATARI_CHECKED_CALLS") == "1"
+        self._stepper: Optional[_step.VectorStep] = None
         try:
             if not started:
                 executor.start()
-            # the common step's compiled path (discrete actions); FASTATARI_COMPILED_STEP=0
-            # leaves every call to the general path (how tests and benchmarks compare the two)
-            if not self.options.continuous and os.environ.get("FASTATARI_COMPILED_STEP") != "0":
-                self._fast = _step.CommonStep(
-                    self._buf, *self.book.step_columns(), [f.name for f in self._info_fields],
-                    GAME_KEY, [f.name for f in GAME_FIELDS],
-                    self._game_index if lineup.multi else None, plan.num_actions,
-                    config.copy, self.options.life_loss_info, config.same_step, config.next_step,
-                    executor, config.batch_size)
+            self._stepper = _step.VectorStep(
+                self._buf, self.book, info_fields(self.options), GAME_KEY,
+                [f.name for f in GAME_FIELDS], lineup.game_index() if lineup.multi else None,
+                0 if self.options.continuous else plan.num_actions, config.copy,
+                self.options.life_loss_info, config.same_step, config.next_step, executor,
+                config.batch_size)
         except BaseException:
-            self._fast = None  # its views of the shared memory go before the memory does
+            self._stepper = None  # its views of the shared memory go before the memory does
             executor.close()
             raise
         self._state = State.NEEDS_RESET
 
         self.single_observation_space: spaces.Box = spaces.Box(
             0, 255, self.options.observation_shape, np.uint8)
-        self._life_loss_info = self.options.life_loss_info
         self.single_action_space: spaces.Space = (
             spaces.Box(ACTION_LOW.copy(), ACTION_HIGH.copy(), dtype=np.float32)
             if self.options.continuous else spaces.Discrete(plan.num_actions))
@@ -193,10 +191,6 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self._state = State.IDLE
 
     # -- the executor's replies ----------------------------------------------------------------
-    def _collect(self, at_least: Optional[int] = None) -> List[Reply]:
-        """Wait for replies and apply them to the envs' bookkeeping."""
-        return self._apply_all(self.executor.collect(at_least))
-
     def _apply_all(self, replies: List[Reply]) -> List[Reply]:
         self.book.apply(replies)
         return replies
@@ -244,63 +238,51 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         check_command(replies, "reset")
         self._state = State.IDLE
         obs = self._buf.obs.copy() if self.copy else self._buf.obs
-        return obs, self._info(slice(None), mask)
+        return obs, self._steps().info(mask)
+
+    def _steps(self) -> _step.VectorStep:
+        stepper = self._stepper
+        assert stepper is not None  # made with the env, gone only once it is closed
+        return stepper
 
     # -- step, send, recv ----------------------------------------------------------------------
     def step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                           Dict[str, Any]]:
         """Step every env with ``actions`` (shape ``(num_envs,)``) and wait for all of them.
         Ctrl-C during the step closes the vector env (its envs are mid-step)."""
-        fast, caller = self._fast, self._caller
-        # the common step: one compiled call, under the guard of one_caller (entered
-        # again by this thread inside rollout())
+        stepper, caller = self._stepper, self._caller
+        # one compiled call, under the guard of one_caller (entered again by this thread
+        # inside rollout()), unless the actions need the front's checks
         entered = caller.enter("step")
         try:
-            if entered >= 0 and fast is not None and self._state is State.IDLE:
-                outcome = fast.step(actions)
-                if isinstance(outcome, tuple):
-                    return outcome
-                if outcome is not None:  # it ran; the general path gives the results
-                    return self._after_round_trip(outcome)
+            if entered >= 0 and stepper is not None and self._state is State.IDLE \
+                    and not self._checks_first:
+                results = stepper.step(actions)
+                if results is not None:
+                    return results
         except BaseException:
             self.close()  # the envs are mid-step (this thread may enter close())
             raise
         finally:
             if entered == 1:
                 caller.leave()
-        return self._checked_step(actions)  # anything else, with every check
+        return self._checked_step(actions)
 
     def _checked_step(self, actions: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray,
                                                    np.ndarray, Dict[str, Any]]:
+        """The step's lane for actions that need checks and conversions (and the errors)."""
         self._check_not_async("step")
         self._check_was_reset("step")
+        actions = self.plan.check_actions(actions, self.num_envs)
+        self._check_not_ended(self._all_ids)
+        self._buf.action[:] = actions
         try:
-            actions = self.plan.check_actions(actions, self.num_envs)
-            self._check_not_ended(self._all_ids)
-            self._buf.action[:] = actions
-            if self.book.all_plain():
-                replies = self.executor.run_and_collect(None)  # every env steps
-            else:
-                self._dispatch(self._all_ids)
-                replies = self.executor.collect()
-            return self._after_round_trip(replies)
-        except KeyboardInterrupt:
+            return self._steps().step_written()
+        except BaseException:
             self.close()
             raise
 
     _checked_step = one_caller(_checked_step, call="step")
-
-    def _after_round_trip(self, replies: List[Reply]) -> Tuple[np.ndarray, np.ndarray,
-                                                               np.ndarray, np.ndarray,
-                                                               Dict[str, Any]]:
-        """A step's results after its round trip, which saw ``replies``."""
-        executor = self.executor
-        while executor.busy():  # a fault answered early: the others are still running
-            replies += executor.collect()
-        # the envs' phases matter only between send() and recv(): a step only applies faults
-        self._apply_all(faults(replies))
-        self.book.all_idle()
-        return self._results(slice(None))
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start stepping ``env_ids`` (default: all) with ``actions``; :meth:`recv` collects.
@@ -308,17 +290,17 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         Envs not named here stay paused. An env whose result has not been returned by
         :meth:`recv` yet cannot be sent again (``AlreadyPendingCallError``).
         """
-        fast, caller = self._fast, self._caller
-        entered = caller.enter("send")  # the common send: as the common step
+        stepper, caller = self._stepper, self._caller
+        entered = caller.enter("send")  # as step()
         try:
-            if entered >= 0 and fast is not None and self._state in _SENDING \
-                    and fast.send(actions, env_ids):
+            if entered >= 0 and stepper is not None and self._state in _SENDING \
+                    and not self._checks_first and stepper.send(actions, env_ids):
                 self._state = State.ASYNC
                 return
         finally:
             if entered == 1:
                 caller.leave()
-        self._checked_send(actions, env_ids)  # anything else, with every check
+        self._checked_send(actions, env_ids)
 
     def _checked_send(self, actions: Any, env_ids: Any) -> None:
         self._check_open()
@@ -328,7 +310,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.book.check_idle(ids, "send")
         self._check_not_ended(ids)
         self._buf.action[ids] = actions
-        self._dispatch(ids)
+        self._steps().send_written(ids.astype(np.int64))
         self._state = State.ASYNC
 
     _checked_send = one_caller(_checked_send, call="send")
@@ -336,51 +318,33 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
     def recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Return the first ``batch_size`` envs to finish (fewer if fewer are in flight), with
         their ids in ``info["env_id"]``."""
-        fast, caller = self._fast, self._caller
-        entered = caller.enter("recv")  # the common recv: as the common step
+        stepper, caller = self._stepper, self._caller
+        entered = caller.enter("recv")  # as step()
         try:
-            if entered >= 0 and fast is not None and self._state is State.ASYNC:
-                outcome = fast.recv()
-                if isinstance(outcome, tuple):
-                    if not fast.in_flight:
-                        self._state = State.IDLE  # everything sent was returned
-                    return outcome
-                if outcome is not None:  # it waited, and a fault came: the general path goes on
-                    self._apply_all(outcome)
-                    return self._recv()
+            if entered >= 0 and stepper is not None and self._state is State.ASYNC \
+                    and not stepper.closed:
+                return self._recv(stepper)
         except BaseException:
             self.close()  # a wait cut short (Ctrl-C): the envs are mid-step
             raise
         finally:
             if entered == 1:
                 caller.leave()
-        return self._checked_recv()  # anything else, with every check
+        return self._checked_recv()
 
-    def _recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        self._check_async()
-        book = self.book
-        want = min(self.batch_size, book.in_flight())
-        while book.answered() < want:
-            self._collect(want - book.answered())
-        ids = book.take_answered(want)
-        if not book.in_flight():
+    def _recv(self, stepper: _step.VectorStep) -> Tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                       np.ndarray, Dict[str, Any]]:
+        results = stepper.recv()
+        if not self.book.in_flight():
             self._state = State.IDLE  # everything sent was returned
-        results = self._fast.results(ids) if self._fast is not None else None
-        obs, reward, terminated, truncated, info = self._results(ids) if results is None \
-            else results
-        info["env_id"] = ids
-        return obs, reward, terminated, truncated, info
+        return results
 
-    _checked_recv = one_caller(_recv, call="recv")
+    def _checked_recv(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                     Dict[str, Any]]:
+        self._check_async()  # raises: recv() found the env closed or not waiting
+        return self._recv(self._steps())
 
-    def _dispatch(self, ids: np.ndarray) -> None:
-        """Run ``ids``: autoreset ones reset, others step (restarted ones answer at once,
-        after the envs done before them: those a compiled ``recv`` left with the executor)."""
-        if self.book.get(ids)[1].any():
-            self._collect(0)
-        ops, run = self.book.dispatch(ids)
-        if run.size:
-            self.executor.run(ops)
+    _checked_recv = one_caller(_checked_recv, call="recv")
 
     @one_caller
     def rollout(self, policy: Callable[[np.ndarray], Any], num_steps: int) -> Rollout:
@@ -411,69 +375,6 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         ids = self._check_env_ids(env_ids)
         self.book.check_idle(ids, "end_episodes")
         self.book.set(ids, True)
-
-    # -- results -------------------------------------------------------------------------------
-    def _results(self, sel: Any):
-        """Observations, rewards, flags and info of ``sel`` (ids, or a slice for every env)."""
-        buf = self._buf
-        whole = isinstance(sel, slice)
-        if whole:
-            obs = buf.obs.copy() if self.copy else buf.obs
-        else:
-            obs = buf.obs[sel]
-        reward, terminated, truncated = buf.reward[sel], buf.terminated[sel], buf.truncated[sel]
-        if whole:  # views of the whole columns would change under the caller at the next step
-            reward, terminated, truncated = reward.copy(), terminated.copy(), truncated.copy()
-        if not self._same_step:
-            self.book.ended_now(sel, terminated | truncated)
-        if self._life_loss_info:  # ale-py's: terminated at a life loss, the episode goes on
-            terminated = terminated | buf.life_loss[sel]
-        info = self._info(sel, np.ones(reward.size, bool))
-        return obs, reward, terminated, truncated, info
-
-    def _info(self, sel: Any, mask: np.ndarray) -> Dict[str, Any]:
-        """gymnasium's vector info over the envs ``sel`` (a slice or ids): arrays with ``_key``
-        masks saying which envs each entry is for (zeros elsewhere, as gymnasium's)."""
-        buf = self._buf
-        info = self._batched(buf.info, sel, mask)
-        full = self._all_ids[sel]  # the env ids, for the rare per-env entries below
-        if self.plan.lineup.multi:
-            info["game_index"], info["_game_index"] = self._game_index[full], mask.copy()
-        restarted = self.book.report_restarted(full, mask)
-        if restarted.any():
-            info["worker_restarted"], info["_worker_restarted"] = restarted, restarted.copy()
-        if self._same_step:
-            has_final = buf.has_final[full] & mask
-            if has_final.any():
-                final_obs = np.empty(full.size, object)
-                for j in np.flatnonzero(has_final):
-                    final_obs[j] = buf.final_obs[full[j]].copy()
-                info["final_obs"], info["_final_obs"] = final_obs, has_final
-                info["final_info"] = self._batched(buf.final_info, sel, has_final)
-                info["_final_info"] = has_final.copy()
-        return info
-
-    def _batched(self, columns: Dict[str, np.ndarray], sel: Any,
-                 mask: np.ndarray) -> Dict[str, Any]:
-        """The info fields of ``columns`` (live or final) and, where a game ended, its
-        statistics under :data:`~fastatari.core.schema.GAME_KEY`."""
-        buf = self._buf
-        info: Dict[str, Any] = {}
-        for field in self._info_fields:
-            values = columns[field.name][sel]
-            # a per-env array (ram) is masked by rows
-            rows = mask.reshape(mask.shape + (1,) * len(field.shape)) if field.shape else mask
-            info[field.name] = np.where(rows, values, np.zeros((), values.dtype))
-            info["_" + field.name] = mask.copy()
-        ended = buf.game_done[sel] & mask
-        if ended.any():
-            game: Dict[str, np.ndarray] = {}
-            for field in GAME_FIELDS:
-                values = buf.game[field.name][sel]
-                game[field.name] = np.where(ended, values, np.zeros((), values.dtype))
-                game["_" + field.name] = ended
-            info[GAME_KEY], info["_" + GAME_KEY] = game, ended
-        return info
 
     # ignore[override]: gymnasium's VectorEnv declares one seed (int | None), while its own
     # SyncVectorEnv and AsyncVectorEnv return one per env, as here
@@ -524,7 +425,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
             gymnasium.logger.warn("Calling `close` while waiting for a pending call to `step` "
                                   "to complete.")
         self._state = State.CLOSED
-        self._fast = None  # its views of the shared memory go before the memory does
+        self._stepper = None  # its views of the shared memory go before the memory does
         executor = getattr(self, "executor", None)
         if executor is not None:
             executor.close()

@@ -1,5 +1,6 @@
-"""Batched info dicts (gymnasium's vector layout: arrays with ``_key`` masks) cut, joined and
-stacked: a rollout's steps stacked, and ``fastatari.ray``'s actors' rollouts joined."""
+"""Batched info dicts (gymnasium's vector layout: arrays with ``_key`` masks): built from the
+shared columns for some envs (a reset's, a final info), cut, joined and stacked (a rollout's
+steps stacked, and ``fastatari.ray``'s actors' rollouts joined)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,31 @@ from typing import Any, Dict, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["concat", "stack", "take"]
+__all__ = ["batched", "concat", "stack", "take"]
+
+
+def batched(columns: Dict[str, np.ndarray], fields: Sequence[Any], game_done: np.ndarray,
+            game: Dict[str, np.ndarray], game_key: str, sel: Any,
+            mask: np.ndarray) -> Dict[str, Any]:
+    """gymnasium's vector info of the envs ``sel`` (ids or a slice) where ``mask``, zeros
+    elsewhere: the ``fields`` (``.name``, ``.shape``) of ``columns`` (live or final) and,
+    where a game ended (``game_done``), its statistics (``game``) under ``game_key``."""
+    info: Dict[str, Any] = {}
+    for field in fields:
+        values = columns[field.name][sel]
+        # a per-env array (ram) is masked by rows
+        rows = mask.reshape(mask.shape + (1,) * len(field.shape)) if field.shape else mask
+        info[field.name] = np.where(rows, values, np.zeros((), values.dtype))
+        info["_" + field.name] = mask.copy()
+    ended = game_done[sel] & mask
+    if ended.any():
+        stats: Dict[str, np.ndarray] = {}
+        for name, column in game.items():
+            values = column[sel]
+            stats[name] = np.where(ended, values, np.zeros((), values.dtype))
+            stats["_" + name] = ended
+        info[game_key], info["_" + game_key] = stats, ended
+    return info
 
 
 def take(info: Dict[str, Any], rows: Any) -> Dict[str, Any]:

@@ -53,7 +53,7 @@ class Snapshots(CallOrder):
         self.book.apply(replies)
         check_command(replies, "clone", ids)  # a worker's death took some of the states
         seeds, lineup = self.executor.seeds.last, self.plan.lineup
-        ended = self.book.ended(ids)
+        ended = self.book.ended_of(ids)
         return [EnvSnapshot(lineup.games[i], lineup.options[lineup.games[i]],
                             cast(GameState, state), ended=bool(ended[j]), seed=seeds[i])
                 for j, (i, state) in enumerate(zip(ids.tolist(), states, strict=True))]

@@ -1,17 +1,17 @@
-"""fastatari.vector.book: the per-env bookkeeping, apart from any process."""
+"""fastatari.vector._book: the per-env bookkeeping, apart from any process."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError
 
-from fastatari.vector.book import EnvBook
+from fastatari.vector._book import EnvBook, Phase
 from fastatari.vector.messages import Op, Reply, ReplyKind
 
 
 def test_send_answer_receive_in_answer_order():
     book = EnvBook(4)
-    assert book.all_plain() and book.in_flight() == 0
+    assert book.in_flight() == 0
     ops, run = book.dispatch(np.array([0, 2, 3]))
     assert run.tolist() == [0, 2, 3] and ops[[0, 2, 3]].tolist() == [Op.STEP] * 3
     with pytest.raises(AlreadyPendingCallError, match="env 2"):
@@ -25,21 +25,20 @@ def test_send_answer_receive_in_answer_order():
 
 def test_ended_envs_reset_at_their_next_step():
     book = EnvBook(3)
-    book.ended_now(slice(None), np.array([False, True, False]))
-    assert not book.all_plain()
+    book.set(slice(None), np.array([False, True, False]))
     ops, run = book.dispatch(np.arange(3))
     assert ops.tolist() == [Op.STEP, Op.RESET, Op.STEP] and run.tolist() == [0, 1, 2]
     book.all_idle()
     book.reset(np.array([1]))
-    assert book.all_plain()
+    assert not book.ended_of(slice(None)).any() and book.in_flight() == 0
 
 
 def test_a_restart_is_answered_at_once_and_reported_once():
     book = EnvBook(3)
-    book.ended_now(slice(None), np.array([True, False, False]))
+    book.set(slice(None), np.array([True, False, False]))
     book.apply([Reply(ReplyKind.RESTARTED, envs=np.array([], np.int64),
                       restarted=np.array([0, 1]))])
-    assert book.ended(np.arange(3)).tolist() == [False, False, False]  # fresh games
+    assert book.ended_of(np.arange(3)).tolist() == [False, False, False]  # fresh games
     _, run = book.dispatch(np.arange(3))
     assert run.tolist() == [2] and book.answered() == 2  # the restarted hold their result
     mask = np.ones(3, bool)
@@ -77,5 +76,21 @@ def test_the_answer_queue_keeps_answer_order_round_after_round():
         assert taken == expected[:count] and book.in_flight() == len(expected) - count
         expected = expected[count:]
         idle |= set(taken)
-    with pytest.raises(IndexError):
+    with pytest.raises(ValueError, match="answered envs asked for"):
         book.take_answered(book.answered() + 1)
+
+
+def test_an_env_answered_twice_is_queued_once():
+    book = EnvBook(3)
+    book.dispatch(np.array([0, 1]))
+    book.apply([Reply(ReplyKind.DONE, envs=np.array([1])),
+                Reply(ReplyKind.RESTARTED, envs=np.array([1, 0]), restarted=np.array([0, 1]))])
+    assert book.answered() == 2 and book.take_answered(2).tolist() == [1, 0]
+    assert book.in_flight() == 0
+
+
+def test_the_phases_are_the_shared_codes():
+    book = EnvBook(2)
+    book.dispatch(np.array([1]))
+    assert [Phase.IDLE, Phase.IN_FLIGHT, Phase.ANSWERED] == [0, 1, 2]
+    assert book.in_flight() == 1

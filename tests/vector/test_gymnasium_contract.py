@@ -3,6 +3,9 @@ relies on (autoreset modes and their names, batched final_info, np_random_seed, 
 option, misuse errors, info dtypes, RecordEpisodeStatistics on top)."""
 from __future__ import annotations
 
+import os
+import time
+
 import ale_py
 import gymnasium as gym
 import numpy as np
@@ -203,57 +206,41 @@ def test_ram_info_is_batched_like_the_other_info_keys():
 
 
 # -- one caller at a time ----------------------------------------------------------------------
-class _Held:
-    """The compiled common step, paused at its start until ``release`` is set."""
-
-    def __init__(self, fast, inside, release):
-        self.fast, self.inside, self.release = fast, inside, release
-
-    def step(self, actions):
-        self.inside.set()
-        self.release.wait(30)
-        return self.fast.step(actions)
-
-
-@pytest.mark.parametrize("path", ["compiled", "general"])
-def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact(path):
+@pytest.mark.parametrize("actions", [np.ones(2, np.int64), [1, 1]], ids=["compiled", "checked"])
+def test_a_call_from_a_second_thread_is_refused_and_the_env_is_intact(actions):
     """gymnasium's vector envs are not thread-safe; fastatari's says so: a call while another
     thread's call runs raises ConcurrentCallError at once (no mixed results, no hang), and
-    the running call finishes as if alone; on the common step's compiled path and on the
-    general one."""
+    the running call finishes as if alone; in the compiled step and in its lane for the
+    front's checks. The first caller is held inside its step by its workers, stopped."""
+    import signal
     import threading
 
     from fastatari.vector.calls import ConcurrentCallError
 
-    inside, release = threading.Event(), threading.Event()
     with make_vec("breakout", 2, num_workers=2, **KW) as envs, \
             make_vec("breakout", 2, num_workers=2, **KW) as twin:
         envs.reset(seed=1)
         twin.reset(seed=1)
-        round_trip, fast = envs.executor.run_and_collect, envs._fast
-
-        def held_round_trip(*args):  # the first caller pauses inside its step
-            inside.set()
-            release.wait(30)
-            return round_trip(*args)
-
-        if path == "compiled":
-            envs._fast = _Held(fast, inside, release)
-        else:
-            envs._fast = None
-            envs.executor.run_and_collect = held_round_trip
+        for pid in envs.worker_pids:
+            os.kill(pid, signal.SIGSTOP)
         got = {}
-        first = threading.Thread(target=lambda: got.update(step=envs.step(np.ones(2, int))))
-        first.start()
-        assert inside.wait(30)
-        for call in (lambda: envs.step(np.ones(2, int)), lambda: envs.reset(seed=0),
-                     lambda: envs.send(np.ones(2, int)), envs.recv, envs.render, envs.close):
-            with pytest.raises(ConcurrentCallError, match=r"\(\) called while another thread's "
-                                                          r"step\(\) is running"):
-                call()
-        release.set()
-        first.join(30)
-        envs.executor.run_and_collect, envs._fast = round_trip, fast
+        first = threading.Thread(target=lambda: got.update(step=envs.step(actions)))
+        try:
+            first.start()
+            for _ in range(300):  # until the first caller is inside
+                if envs._caller.call == "step":
+                    break
+                time.sleep(0.01)
+            for call in (lambda: envs.step(np.ones(2, int)), lambda: envs.reset(seed=0),
+                         lambda: envs.send(np.ones(2, int)), envs.recv, envs.render,
+                         envs.close):
+                with pytest.raises(ConcurrentCallError, match=r"\(\) called while another "
+                                                              r"thread's step\(\) is running"):
+                    call()
+        finally:
+            for pid in envs.worker_pids:
+                os.kill(pid, signal.SIGCONT)
+            first.join(30)
         assert not envs.closed
         want = twin.step(np.ones(2, int))
         for a, b in zip(got["step"][:4], want[:4], strict=True):

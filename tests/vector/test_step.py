@@ -1,31 +1,48 @@
-"""The compiled common step (``fastatari/vector/_step.pyx``) gives what the general path gives:
-the same observations, rewards, flags and batched info, step for step (each env's own steps,
-for send and recv), through episode ends, autoresets, finished games and life losses, in every
-autoreset mode, with copies or views.
-The general path is the reference: the same env made with FASTATARI_COMPILED_STEP=0, which
-leaves every call to it."""
+"""The step (``fastatari/vector/_step.pyx``) takes the calls whose actions it can check itself
+in one compiled call, and gives what its lane for the front's checks gives: the same
+observations, rewards, flags and batched info, step for step (each env's own steps, for send
+and recv), through episode ends, autoresets, finished games and life losses, in every autoreset
+mode, with copies or views. That lane: the same env made with FASTATARI_CHECKED_CALLS=1, which
+sends every call through the front's checks. (gymnasium's own vector envs are the reference of
+both: tests/vector/test_env.py, test_gymnasium_contract.py.)"""
 from __future__ import annotations
 
+import contextlib
 import copy
 import weakref
+from unittest import mock
 
 import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError
 
-from fastatari.vector import _step, make_vec
+from fastatari.vector import make_vec
+from fastatari.vector.plan import VectorPlan
 
 # short games with sticky actions: episodes, games and autoresets within a few hundred steps
 SHORT = dict(max_num_frames_per_episode=300, num_workers=2)
 
 
-def general_path(*args, **kwargs):
-    """``make_vec(*args, **kwargs)`` with every call on the general path."""
+def checked_lane(*args, **kwargs):
+    """``make_vec(*args, **kwargs)`` with every call through the front's checks."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("FASTATARI_COMPILED_STEP", "0")
-        envs = make_vec(*args, **kwargs)
-    assert envs._fast is None
-    return envs
+        patch.setenv("FASTATARI_CHECKED_CALLS", "1")
+        return make_vec(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def checks_of(envs):
+    """The action counts the front checked for ``envs`` while inside (its checked lane)."""
+    seen = []
+    check = VectorPlan.check_actions
+
+    def counted(plan, actions, count):
+        if plan is envs.plan:
+            seen.append(count)
+        return check(plan, actions, count)
+
+    with mock.patch.object(VectorPlan, "check_actions", counted):
+        yield seen
 
 
 def same(ours, theirs, where):
@@ -56,26 +73,25 @@ def same(ours, theirs, where):
     dict(autoreset_mode="same_step"),
     dict(game=["breakout", "pong", "breakout", "pong"], full_action_space=True),
 ], ids=["default", "views", "episodic-clip-ram", "life-loss-info", "same-step", "two-games"])
-def test_the_compiled_step_gives_the_general_paths_results(kwargs):
+def test_the_compiled_step_gives_the_checked_lanes_results(kwargs):
     kwargs = dict(kwargs)
     game = kwargs.pop("game", "breakout")
     with make_vec(game, 4, **SHORT, **kwargs) as compiled, \
-            general_path(game, 4, **SHORT, **kwargs) as general:  # the reference
-        assert compiled._fast is not None
+            checked_lane(game, 4, **SHORT, **kwargs) as checked:
         compiled.reset(seed=5)
-        general.reset(seed=5)
+        checked.reset(seed=5)
         actions = np.random.default_rng(1).integers(0, compiled.single_action_space.n, (400, 4))
-        general_steps = []
-        checked = compiled._checked_step
-        compiled._checked_step = lambda a: general_steps.append(a) or checked(a)
         games = 0
-        for t, a in enumerate(actions):
-            ours, theirs = compiled.step(a), general.step(a)
-            for k, (x, y) in enumerate(zip(ours, theirs, strict=True)):
-                same(x, y, f"step {t}, item {k}")
-            games += int("game" in theirs[4])
+        with checks_of(compiled) as compiled_checks, checks_of(checked) as lane_checks:
+            for t, a in enumerate(actions):
+                # the lane's actions as PufferLib gives them (int32): converted there
+                ours, theirs = compiled.step(a), checked.step(a.astype(np.int32))
+                for k, (x, y) in enumerate(zip(ours, theirs, strict=True)):
+                    same(x, y, f"step {t}, item {k}")
+                games += int("game" in theirs[4])
         assert games > 0  # finished games went through the compiled path's statistics
-        assert not general_steps  # every step was one compiled call
+        assert not compiled_checks  # every step was one compiled call
+        assert len(lane_checks) == len(actions)
 
 
 def test_held_observations_stay_as_returned():
@@ -139,15 +155,18 @@ def test_held_results_stay_as_returned(batch_size):
         check(kept, as_returned)
 
 
-def test_uncommon_actions_take_the_general_path_and_its_errors():
+def test_other_actions_take_the_checked_lane_and_its_errors():
     with make_vec("breakout", 2, num_workers=1) as envs:
         envs.reset(seed=0)
-        step = envs._fast
-        assert step.write_actions(np.zeros(2, np.int64)) == _step.ALL_STEP
-        for other in (np.zeros(2, np.int32), [0, 0], np.zeros(3, np.int64),
-                      np.array([0, 4]), np.array([-1, 0])):
-            assert step.write_actions(other) == _step.NOT_COMMON
-        envs.step(np.zeros(2, np.int32))  # converted by the general path
+        with checks_of(envs) as checks:
+            envs.step(np.zeros(2, np.int64))
+            assert checks == []
+            for other in (np.zeros(2, np.int32), [0, 0], np.zeros(3, np.int64),
+                          np.array([0, 4]), np.array([-1, 0])):
+                with contextlib.suppress(ValueError):
+                    envs.step(other)
+            assert checks == [2] * 5
+        envs.step(np.zeros(2, np.int32))  # converted by the lane
         envs.step([1, 1])
         with pytest.raises(ValueError, match=r"actions must be in \[0, 4\)"):
             envs.step(np.array([0, 4]))
@@ -197,26 +216,18 @@ def async_run(envs, actions, batch_size):
     dict(autoreset_mode="same_step"),
     dict(game=["breakout", "pong", "breakout", "pong"], full_action_space=True),
 ], ids=["default", "episodic-clip-ram", "life-loss-info", "same-step", "two-games"])
-def test_the_compiled_send_and_recv_give_the_general_paths_results(kwargs):
+def test_the_compiled_send_and_recv_give_the_checked_lanes_results(kwargs):
     kwargs = dict(kwargs)
     game = kwargs.pop("game", "breakout")
     with make_vec(game, 4, batch_size=2, **SHORT, **kwargs) as compiled, \
-            general_path(game, 4, batch_size=2, **SHORT, **kwargs) as general:
+            checked_lane(game, 4, batch_size=2, **SHORT, **kwargs) as checked:
         compiled.reset(seed=5)
-        general.reset(seed=5)
-        general_calls, general_recvs = [], []
-        results, checked = compiled._results, compiled._checked_recv
-        compiled._results = lambda sel: general_calls.append(sel) or results(sel)
-        compiled._checked_recv = lambda: general_recvs.append(1) or checked()
+        checked.reset(seed=5)
         actions = np.random.default_rng(2).integers(0, compiled.single_action_space.n, (300, 4))
-        ours, theirs = async_run(compiled, actions, 2), async_run(general, actions, 2)
-        # the compiled recv answered most batches whole (the general one: final observations);
-        # without a compiled wait (the portable waits: no hot_path) the general recv waits,
-        # and the compiled results still answer
-        batches = sum(map(len, ours)) / 2
-        assert len(general_calls) < 0.2 * batches, len(general_calls)
-        if compiled.executor.hot_path is not None:
-            assert len(general_recvs) < 0.2 * batches, len(general_recvs)
+        with checks_of(compiled) as compiled_checks:
+            ours = async_run(compiled, actions, 2)
+        theirs = async_run(checked, actions, 2)
+        assert not compiled_checks  # every send was one compiled call
         games = 0
         for i in range(4):
             for t, (x, y) in enumerate(zip(ours[i], theirs[i], strict=True)):
@@ -226,32 +237,31 @@ def test_the_compiled_send_and_recv_give_the_general_paths_results(kwargs):
         assert games > 0
 
 
-def test_uncommon_sends_change_nothing_and_take_the_general_path():
+def test_other_sends_change_nothing_until_checked():
+    """A send the compiled step cannot take as it is goes through the front's checks: refused
+    with their errors, having changed nothing (the actions written, the envs' book), or
+    converted and sent."""
     with make_vec("breakout", 3, num_workers=1, batch_size=1) as envs:
         envs.reset(seed=0)
-        fast = envs._fast
         envs.send(np.array([1], np.int64), np.array([0], np.int64))
-        before = envs._buf.action.copy(), envs.book.get(slice(None)), envs.book.in_flight()
-        for actions, ids in [
-                (np.zeros(2, np.int64), np.array([1, 1], np.int64)),  # repeated
-                (np.zeros(1, np.int64), np.array([0], np.int64)),  # in flight
-                (np.zeros(2, np.int64), np.array([1, 0], np.int64)),  # one in flight
-                (np.zeros(1, np.int64), np.array([3], np.int64)),  # out of range
-                (np.array([2, 4], np.int64), np.array([1, 2], np.int64)),  # action out of range
-                (np.zeros(2, np.int64), np.array([1, 2], np.int32)),  # another dtype
-                (np.zeros(2, np.int32), np.array([1, 2], np.int64)),
-                (np.zeros(3, np.int64), np.array([1, 2], np.int64)),  # lengths differ
-                (np.zeros(2, np.int64), [1, 2])]:
-            assert fast.write_send(actions, ids) is None
-            assert np.array_equal(envs._buf.action, before[0])
+        action = envs.executor.buffers.action
+        before = action.copy(), envs.book.get(slice(None)), envs.book.in_flight()
+        for actions, ids, error in [
+                (np.zeros(2, np.int64), np.array([1, 1], np.int64), "must not repeat"),
+                (np.zeros(1, np.int64), np.array([0], np.int64), "already has a step"),
+                (np.zeros(2, np.int64), np.array([1, 0], np.int64), "already has a step"),
+                (np.zeros(1, np.int64), np.array([3], np.int64), r"must be in \[0, 3\)"),
+                (np.array([2, 4], np.int64), np.array([1, 2], np.int64), r"actions\[1\] = 4"),
+                (np.zeros(3, np.int64), np.array([1, 2], np.int64), "shape|2 actions")]:
+            with pytest.raises((ValueError, AlreadyPendingCallError), match=error):
+                envs.send(actions, ids)
+            assert np.array_equal(action, before[0])
             assert all(np.array_equal(a, b)
                        for a, b in zip(envs.book.get(slice(None)), before[1], strict=True))
             assert envs.book.in_flight() == before[2]
-        with pytest.raises(ValueError, match="must not repeat"):
-            envs.send(np.zeros(2, np.int64), np.array([1, 1], np.int64))
-        with pytest.raises(AlreadyPendingCallError):
-            envs.send(np.zeros(2, np.int64), np.array([1, 0], np.int64))
-        with pytest.raises(ValueError, match=r"actions\[1\] = 4"):
-            envs.send(np.array([2, 4], np.int64), np.array([1, 2], np.int64))
-        envs.send(np.zeros(2, np.int64), [1, 2])  # converted by the general path
+        with checks_of(envs) as checks:
+            envs.send(np.zeros(2, np.int32), np.array([1, 2], np.int32))  # converted
+        assert checks == [2]
         assert sorted(int(envs.recv()[4]["env_id"][0]) for _ in range(3)) == [0, 1, 2]
+        envs.send(np.zeros(2, np.int64), [1, 2])  # a list of ids
+        assert sorted(int(envs.recv()[4]["env_id"][0]) for _ in range(2)) == [1, 2]
