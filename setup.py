@@ -62,7 +62,7 @@ extensions = [
     Extension(
         "fastatari.vector._step",
         sources=["fastatari/vector/_step.pyx"],
-        # it runs _wait's HotPath and reads _book's columns (cimported through their .pxd)
+        # it runs _wait's Transport and reads _book's columns (cimported through their .pxd)
         depends=["fastatari/vector/_wait.pxd", "fastatari/vector/fa_wait.pxd",
                  "fastatari/vector/_book.pxd", "fastatari/vector/_codes.pxd",
                  "fastatari/vector/csrc/fa_wait.h"],

@@ -26,7 +26,7 @@ import numpy as np
 
 from fastatari.bench.harness import bare_loop
 from fastatari.core.game import AtariGame
-from fastatari.vector.lineup import assign_workers, make_lineup
+from fastatari.vector.assignment import assign_workers, make_lineup
 
 
 def main() -> None:
@@ -42,13 +42,13 @@ def main() -> None:
     else:
         names = tuple(args.game.split(","))
     roms = [names[i % len(names)] for i in range(args.envs)]
-    lineup, options = make_lineup(roms if len(names) > 1 else roms[0], args.envs,
+    assignment, options = make_lineup(roms if len(names) > 1 else roms[0], args.envs,
                                   {"repeat_action_probability": 0.0,
                                    "full_action_space": len(names) > 1})
-    games = [AtariGame(rom, options, seed=i) for i, rom in enumerate(lineup.games)]
+    games = [AtariGame(rom, options, seed=i) for i, rom in enumerate(assignment.games)]
     for i, game in enumerate(games):
         game.reset(i)
-    blocks = assign_workers(lineup, args.blocks)
+    blocks = assign_workers(assignment, args.blocks)
     rng = np.random.default_rng(0)
     clock = time.perf_counter
     times = np.zeros((args.steps, args.blocks))
@@ -65,15 +65,15 @@ def main() -> None:
                     resets += 1
             times[t, b] = clock() - start
 
-    bare_steps = max(200, args.steps * args.envs // len(lineup.names))  # per game
+    bare_steps = max(200, args.steps * args.envs // len(assignment.names))  # per game
     per_step = {}
-    for name in lineup.names:
+    for name in assignment.names:
         run = bare_loop(name, 0, 1, bare_steps)  # the harness's ceiling loop
         start = clock()
         run(1)
         per_step[name] = (clock() - start) / bare_steps
     # one block of bare steps: each env's game's own loop, the block's mean share of the envs
-    ceiling = np.mean([per_step[g] for g in lineup.games]) * args.envs / args.blocks
+    ceiling = np.mean([per_step[g] for g in assignment.games]) * args.envs / args.blocks
 
     work, barrier = times.mean(), times.max(axis=1).mean()
     print(f"{args.game if len(names) < 4 else f'{len(names)} games'}: {args.envs} envs in "

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Type
+from typing import Any, Dict, List, Optional, Sequence, Type, cast
 
 import numpy as np
 
@@ -124,7 +124,8 @@ class SB3AtariVecEnv(VecEnv):
         self._t_start = time.perf_counter()
         super().__init__(vec.num_envs, vec.single_observation_space, vec.single_action_space)
         # agent steps per second at the game's 60 Hz, for VecVideoRecorder
-        self.metadata["render_fps"] = max(1, 60 // vec.options.frame_skip)
+        # (SB3 annotates metadata as dict[str, list]; gymnasium's render_fps is an int)
+        cast(Dict[str, Any], self.metadata)["render_fps"] = max(1, 60 // vec.options.frame_skip)
 
     # -- SB3's VecEnv API --------------------------------------------------------------------------
     def reset(self) -> VecEnvObs:

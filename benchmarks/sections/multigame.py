@@ -264,10 +264,10 @@ def assignment_bound(games: Sequence[str], num_workers: int, balance: bool,
     """Mean worker load ÷ the largest, loads from ``us`` (µs per agent step of each game), for
     the assignment ``make_vec`` makes; balanced by ``table`` (default the shipped one; ``us``
     itself: what a table true to this machine would give)."""
-    from fastatari.vector.lineup import assign_workers, make_lineup
+    from fastatari.vector.assignment import assign_workers, make_lineup
 
-    lineup, _ = make_lineup(list(games), len(games), {"full_action_space": True})
-    blocks = assign_workers(lineup, num_workers, balance=balance, costs=table)
+    assignment, _ = make_lineup(list(games), len(games), {"full_action_space": True})
+    blocks = assign_workers(assignment, num_workers, balance=balance, costs=table)
     loads = np.array([sum(us[games[i]] for i in block) for block in blocks])
     return float(loads.mean() / loads.max())
 
@@ -291,17 +291,17 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
     games = suite()
     cores = usable_cores()
     steps = game_steps(config, len(games), cores)
-    lineups = pools()
+    assignments = pools()
     report = MultigameReport(cores, cores, len(games),
-                             {p: sync_steps(config, len(g)) for p, g in lineups.items()}, steps)
-    workers = {p: min(cores, len(g)) for p, g in lineups.items()}
+                             {p: sync_steps(config, len(g)) for p, g in assignments.items()}, steps)
+    workers = {p: min(cores, len(g)) for p, g in assignments.items()}
     contenders: list[Contender] = []
     envs: list[Any] = []
     with contextlib.ExitStack() as closing:
         describe(bar, "multigame: pools")
-        for pool, lineup in lineups.items():
+        for pool, assignment in assignments.items():
             for balance in (True, False):
-                env = open_pool(lineup, balance, workers[pool], config.seed)[0]
+                env = open_pool(assignment, balance, workers[pool], config.seed)[0]
                 closing.callback(env.close)
                 envs.append(env)
                 contenders.append(pool_contender(env, pool, config, workers[pool], balance))
@@ -315,14 +315,14 @@ def run_multigame(config: BenchConfig, bar: Progress | None) -> MultigameReport:
     report.switching_ratio = [float(own.sum() / switched.sum())
                               for own, switched in zip(ceiling.per_round, ceiling.switching,
                                                        strict=True)]
-    summarise(report, games, lineups, workers, ceiling.per_round, seconds)
+    summarise(report, games, assignments, workers, ceiling.per_round, seconds)
     return report
 
 
-def summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[str, tuple],
+def summarise(report: MultigameReport, games: tuple[str, ...], assignments: dict[str, tuple],
                workers: dict[str, int], per_round: list[np.ndarray],
                seconds: dict[str, list[float]]) -> None:
-    from fastatari.vector.lineup import game_costs
+    from fastatari.vector.assignment import game_costs
 
     table = game_costs()
     median_s = np.median(np.array(per_round), axis=0)
@@ -334,9 +334,9 @@ def summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[str
     if all(g in table for g in games):
         report.cost_rank_correlation = spearman(values, np.array([table[g] for g in games]))
     index = {g: k for k, g in enumerate(games)}
-    for pool, lineup in lineups.items():
-        n, w = len(lineup), workers[pool]
-        counts = np.bincount([index[g] for g in lineup], minlength=len(games))
+    for pool, assignment in assignments.items():
+        n, w = len(assignment), workers[pool]
+        counts = np.bincount([index[g] for g in assignment], minlength=len(games))
         weights = counts / counts.sum()
         sizes = sorted({w, *(m for m in MODEL_WORKERS if m <= n)})
         # the ceiling's seconds per agent step on w cores, round by round
@@ -352,12 +352,12 @@ def summarise(report: MultigameReport, games: tuple[str, ...], lineups: dict[str
             report.results.append(MultigameResult(
                 name_of(pool, balance), pool, n, balance, w, pooled.steps_per_s,
                 pooled.frames_per_s, pooled.ratio_to_ceiling,
-                assignment_bound(lineup, w, balance, us), f"sync step, {w} workers, {how}",
+                assignment_bound(assignment, w, balance, us), f"sync step, {w} workers, {how}",
                 pooled.rounds_steps_per_s))
             report.modelled_bound[name_of(pool, balance)] = {
-                m: assignment_bound(lineup, m, balance, us) for m in sizes}
+                m: assignment_bound(assignment, m, balance, us) for m in sizes}
         report.modelled_bound[f"balanced by the measured costs, {pool} (model)"] = {
-            m: assignment_bound(lineup, m, True, us, table=us) for m in sizes}
+            m: assignment_bound(assignment, m, True, us, table=us) for m in sizes}
         report.balanced_over_contiguous[pool] = median_ratio(seconds[name_of(pool, False)],
                                                              seconds[name_of(pool, True)])
 

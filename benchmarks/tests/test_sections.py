@@ -218,15 +218,15 @@ def test_assignment_bound_is_mean_load_over_the_largest():
 
 def test_multigame_summary_against_the_mix_ceiling():
     games = ("pong", "breakout")
-    lineups = {"both": games, "pong twice": ("pong", "pong")}
+    assignments = {"both": games, "pong twice": ("pong", "pong")}
     workers = {"both": 2, "pong twice": 1}
     per_round = [np.array([1e-3, 3e-3]), np.array([2e-3, 2e-3]), np.array([1e-3, 5e-3])]
     seconds = {}
-    for pool in lineups:
+    for pool in assignments:
         seconds[multigame.name_of(pool, True)] = [1e-3, 1e-3, 1e-3]
         seconds[multigame.name_of(pool, False)] = [2e-3, 1e-3, 4e-3]
     report = multigame.MultigameReport(2, 2, len(games), {}, 24)
-    multigame.summarise(report, games, lineups, workers, per_round, seconds)
+    multigame.summarise(report, games, assignments, workers, per_round, seconds)
 
     assert [c.us_per_step for c in report.costs] == pytest.approx([1000.0, 3000.0])  # medians
     assert report.cost_spread_us == pytest.approx(

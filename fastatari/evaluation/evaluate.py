@@ -26,8 +26,8 @@ from fastatari.core import validate
 from fastatari.core.games import resolve_game
 from fastatari.core.protocols import protocol_options
 from fastatari.evaluation import scores, suites
+from fastatari.vector.assignment import resolve_games
 from fastatari.vector.env import AtariVectorEnv
-from fastatari.vector.lineup import resolve_games
 from fastatari.vector.plan import plan_vec
 from fastatari.vector.pool import WorkerPool
 

@@ -18,9 +18,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from fastatari.core import validate
 from fastatari.ray.actor import ActorRestarted, EnvActor
+from fastatari.vector.assignment import contiguous_blocks
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.executor import Executor, RestartPolicy, SeedBook, deadline, remaining
-from fastatari.vector.lineup import contiguous_blocks
 from fastatari.vector.messages import Op, Reply, ReplyKind
 from fastatari.vector.plan import VectorPlan
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union, cast
 
 import numpy as np
 import torch as th
@@ -130,8 +130,10 @@ class ReplayBuffer(buffers.ReplayBuffer):
         the frames a pair shares are written once (overlapping views: ``FrameStore.gather``'s
         ``shared``)."""
         obs, next_obs = self.frames.gather(batch_inds, env_indices, shared=env is None)
-        return tuple(to_tensors([self._normalize_obs(obs, env),
-                                 self._normalize_obs(next_obs, env)], self.device))
+        # (SB3's _normalize_obs is annotated for dict observations too; these are arrays)
+        return tuple(to_tensors([cast(np.ndarray, self._normalize_obs(obs, env)),
+                                 cast(np.ndarray, self._normalize_obs(next_obs, env))],
+                                self.device))
 
     def reset(self) -> None:
         super().reset()

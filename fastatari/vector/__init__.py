@@ -8,7 +8,7 @@ time), ``resets`` (autoreset names, reset masks), ``spaces`` (the batched observ
 ``infos`` (batched info dicts), ``rollout`` (T steps as arrays), ``executor`` (what runs the
 envs, and the rules every runner shares), then the local executor: ``pool`` (worker processes,
 replies, restarts), ``messages`` (the pipe messages), ``launch`` (how a worker process starts),
-``worker`` (the worker's loop), ``buffers`` (the shared memory), ``lineup`` (games, options,
+``worker`` (the worker's loop), ``buffers`` (the shared memory), ``assignment`` (games, options,
 which worker runs which env; ``game_costs``, run with ``python -m``, measures the cost table it
 balances by), ``placement`` (cores and pinning), ``host`` (what the platforms do differently,
 decided once; forced by ``FASTATARI_PLATFORM_PATHS`` to test other platforms' ways). Importing

@@ -21,7 +21,7 @@
             "-g0"
         ],
         "include_dirs": [
-            "/tmp/pip-build-env-xn5_fzoi/overlay/lib/python3.11/site-packages/numpy/_core/include"
+            "/tmp/pip-build-env-9lipox7t/overlay/lib/python3.11/site-packages/numpy/_core/include"
         ],
         "name": "fastatari.vector._book",
         "sources": [

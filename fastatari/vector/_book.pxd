@@ -6,7 +6,8 @@ from libc.stdint cimport int64_t, uint8_t
 cdef class EnvBook:
     cdef readonly Py_ssize_t num_envs
     cdef uint8_t[::1] phase, ended, restarted  # one byte per env
-    cdef object _phase, _ended, _restarted  # the same memory as NumPy arrays (bool: ended, restarted)
+    cdef object _phase, _ended, _restarted  # the same memory, as NumPy arrays (bool: ended and
+    #                                          restarted)
     cdef int64_t[::1] queue  # the answered envs in answer order: a ring (an env is in it once)
     cdef Py_ssize_t head, count
 

@@ -24,7 +24,7 @@ cimport numpy as cnp
 
 from fastatari.vector._book cimport EnvBook
 from fastatari.vector._codes cimport PHASE_IDLE
-from fastatari.vector._wait cimport HotPath
+from fastatari.vector._wait cimport Transport
 from fastatari.vector.fa_wait cimport FA_DONE
 
 from fastatari.vector.infos import batched
@@ -59,7 +59,7 @@ cdef class CallGuard:
     """Who is inside a vector env's calls: one thread at a time, as in gymnasium's vector envs;
     the same thread may enter again (a ``close()`` from a signal handler). Entered and left
     with the GIL held, which makes the look and the take one step; compiled, so that the
-    common step pays nothing for it (``calls.one_caller`` is the Python side)."""
+    step pays nothing for it (``calls.one_caller`` is the Python side)."""
 
     cdef bint inside
     cdef unsigned long thread
@@ -197,7 +197,7 @@ cdef class VectorStep:
     ``game_index``: each env's game (``info["game_index"]``), None for one game.
     ``num_actions``: the discrete actions (0: continuous ones, which the front always checks).
 
-    ``executor`` runs the envs (through its ``hot_path`` where it has one). With ``copy``, a
+    ``executor`` runs the envs (through its ``transport`` where it has one). With ``copy``, a
     step returns one of its output slots (``Executor.outputs``) that the workers filled
     instead of a copy of the observations: the step chooses one that no caller holds any more
     (-1 when each is held: a copy). The other arrays of a step, and of a ``recv`` of
@@ -216,7 +216,7 @@ cdef class VectorStep:
     cdef object game_index, info_fields
     cdef tuple fields, game_columns, outputs, step_slots, batch_slots
     cdef object executor
-    cdef HotPath hot
+    cdef Transport transport
     cdef Py_ssize_t batch_size
     cdef object game_mask_key
     cdef Py_ssize_t idle_refs
@@ -253,7 +253,7 @@ cdef class VectorStep:
         self.copy, self.life_loss_info, self.same_step = copy, life_loss_info, same_step
         self.track_ended = not same_step  # same-step: an ended env reset in the step
         self.disabled = not (same_step or next_step)  # an ended env waits for the caller
-        self.executor, self.hot = executor, executor.hot_path
+        self.executor, self.transport = executor, executor.transport
         self.batch_size = batch_size
         outputs = executor.outputs
         self.outputs = outputs if copy else ()
@@ -273,7 +273,7 @@ cdef class VectorStep:
     @property
     def closed(self):
         """Whether the executor is closed (nothing may run)."""
-        return self.executor.closed if self.hot is None else self.hot.closed
+        return self.executor.closed if self.transport is None else self.transport.closed
 
     cdef int _free_output(self):
         cdef Py_ssize_t k
@@ -339,8 +339,8 @@ cdef class VectorStep:
         self.output = self._free_output() if plain or not self.book.any_restarted(self.every) \
             else -1
         replies = None
-        if self.hot is not None:
-            found = self.hot.round_trip(ops, self.output)
+        if self.transport is not None:
+            found = self.transport.round_trip(ops, self.output)
             if found != FA_DONE:
                 replies = self.executor.after_wait(found)
         else:
@@ -424,8 +424,8 @@ cdef class VectorStep:
         run = self.book.mark_sent(ids, self.ops_v)
         if run == 0:
             return
-        if self.hot is not None:
-            self.hot.start(&self.ops_v[0], -1, True)
+        if self.transport is not None:
+            self.transport.start(&self.ops_v[0], -1, True)
         else:
             self.executor.run(self.ops)
 
@@ -440,16 +440,16 @@ cdef class VectorStep:
         want = min(self.batch_size, book.in_flight())
         if want == 0:
             raise ValueError("recv() with no env in flight")  # the front checks first
-        if self.hot is not None and book.count == 0:
-            found = self.hot.wait(self.hot.collected + want, self.hot.timeout)
+        if self.transport is not None and book.count == 0:
+            found = self.transport.wait(self.transport.collected + want, self.transport.timeout)
             if found == FA_DONE:
-                ids = self.hot.take(True, want)
+                ids = self.transport.take(True, want)
                 taken = ids
                 if taken.shape[0] == want:
                     for i in range(want):
                         book.phase[taken[i]] = PHASE_IDLE
                     return self._batch(ids)
-                self.hot.untake(ids)  # fewer (a recv from a signal's handler took some)
+                self.transport.untake(ids)  # fewer (a recv from a signal's handler took some)
             else:
                 book.apply(self.executor.after_wait(found, True))
         while book.count < want:

@@ -1,5 +1,5 @@
 # The compiled API of _wait.pyx for other compiled modules: the pool's step through shared
-# memory, which the common step (_step.pyx) runs without Python between its calls.
+# memory, which the compiled step (_step.pyx) runs without Python between its calls.
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 from fastatari.vector.fa_wait cimport fa_control
@@ -13,7 +13,7 @@ cdef class SpinRule:
     cpdef void waited(self, double seconds)
 
 
-cdef class HotPath:
+cdef class Transport:
     cdef fa_control *c
     cdef int64_t *tickets
     cdef uint8_t *op

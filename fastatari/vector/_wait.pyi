@@ -27,7 +27,7 @@ def output(control: npt.NDArray[np.uint8]) -> int: ...
 def complete(control: npt.NDArray[np.uint8], tickets: npt.NDArray[np.int64], i: int,
              evfd: int) -> None: ...
 
-class HotPath:
+class Transport:
     collected: int
     closed: bool
     def __init__(self, control: npt.NDArray[np.uint8], tickets: npt.NDArray[np.int64],

@@ -90,8 +90,8 @@ def wait_done(uint8_t[::1] control, int64_t target, int epfd, int evfd, double s
 
 
 cdef int _wait_done(fa_control *c, int64_t target, int epfd, int evfd, double spin,
-                    double limit, HotPath owner=None) except -1:
-    """:func:`wait_done` (``limit`` < 0: none); ``owner``: the pool's :class:`HotPath`, which
+                    double limit, Transport owner=None) except -1:
+    """:func:`wait_done` (``limit`` < 0: none); ``owner``: the pool's :class:`Transport`, which
     a signal's handler may close (a ``close()`` from it): the wait then raises instead of
     going on."""
     cdef int result
@@ -193,9 +193,9 @@ cdef int _by_ticket(const void *a, const void *b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-cdef class HotPath:
+cdef class Transport:
     """One pool's step through shared memory, as compiled code: start envs, wait for their
-    completions, take the envs done. The common step (``_step.pyx``) runs it with no Python
+    completions, take the envs done. The compiled step (``_step.pyx``) runs it with no Python
     between the publish and its results; the pool runs it from Python.
 
     ``control``, ``tickets`` and ``op`` are the shared columns, ``in_flight`` the pool's (one

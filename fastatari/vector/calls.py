@@ -37,8 +37,8 @@ def one_caller(method: F, call: str = "") -> F:
     mix their commands in the workers' shared memory. Instead of mixed results or a hang, the
     second caller gets :class:`ConcurrentCallError` at once and the first call goes on
     untouched. The same thread may re-enter (a ``close()`` from a signal handler). The guard
-    is the env's ``_caller`` (:class:`~fastatari.vector._step.CallGuard`), which the common
-    step's compiled path enters itself. ``call``: the call's name in the errors (default: the
+    is the env's ``_caller`` (:class:`~fastatari.vector._step.CallGuard`), which the compiled
+    step enters itself. ``call``: the call's name in the errors (default: the
     method's).
     """
     name = call or method.__name__

@@ -133,7 +133,7 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         running pool)."""
         self._state = State.CLOSED  # until construction succeeds
         self._caller = _step.CallGuard()  # one caller at a time (calls.one_caller)
-        config, lineup = plan.config, plan.lineup
+        config, assignment = plan.config, plan.assignment
         self.plan = plan
         self.executor = executor
         self.num_envs = num_envs = plan.num_envs
@@ -145,9 +145,9 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         self.max_restarts = config.max_restarts
         self.render_mode = config.render_mode
         self.options = plan.options
-        self.games: Tuple[str, ...] = lineup.games
-        self.game_names: Tuple[str, ...] = lineup.names
-        self.rom: Optional[str] = None if lineup.multi else self.games[0]
+        self.games: Tuple[str, ...] = assignment.games
+        self.game_names: Tuple[str, ...] = assignment.names
+        self.rom: Optional[str] = None if assignment.multi else self.games[0]
         self.metadata = dict(self.metadata, autoreset_mode=config.autoreset_mode)
         self.autoreset_mode = config.autoreset_mode  # as gymnasium's Sync/AsyncVectorEnv
         self.book = EnvBook(num_envs)
@@ -163,7 +163,8 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
                 executor.start()
             self._stepper = _step.VectorStep(
                 self._buf, self.book, info_fields(self.options), GAME_KEY,
-                [f.name for f in GAME_FIELDS], lineup.game_index() if lineup.multi else None,
+                [f.name for f in GAME_FIELDS],
+                assignment.game_index() if assignment.multi else None,
                 0 if self.options.continuous else plan.num_actions, config.copy,
                 self.options.life_loss_info, config.same_step, config.next_step, executor,
                 config.batch_size)

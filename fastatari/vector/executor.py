@@ -27,7 +27,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from fastatari.core.snapshot import GameState
-from fastatari.vector._wait import HotPath
+from fastatari.vector._wait import Transport
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Reply, ReplyKind, ResetRequest
 
@@ -131,18 +131,18 @@ class Executor(abc.ABC):
         return ()
 
     @property
-    def hot_path(self) -> Optional[HotPath]:
+    def transport(self) -> Optional[Transport]:
         """Its starts, waits and takes as compiled code (the local pool's, on Linux), which the
-        front's common step, send and recv run themselves, calling :meth:`after_wait` when a
-        wait ends otherwise than DONE; None: the front calls :meth:`run`, :meth:`collect` and
-        :meth:`run_and_collect`."""
+        vector env's compiled step (``_step.VectorStep``) runs itself, calling
+        :meth:`after_wait` when a wait ends otherwise than DONE; None: the step calls
+        :meth:`run`, :meth:`collect` and :meth:`run_and_collect`."""
         return None
 
     def after_wait(self, found: int, in_order: bool = False) -> List[Reply]:
-        """The replies after a wait of :attr:`hot_path` that answered ``found`` (a fault):
+        """The replies after a wait of :attr:`transport` that answered ``found`` (a fault):
         the envs done (``in_order``: in the order they finished), then the units replaced;
         call :meth:`collect` for the rest while :meth:`busy`."""
-        raise NotImplementedError("this executor has no hot path")
+        raise NotImplementedError("this executor has no compiled transport")
 
     @abc.abstractmethod
     def busy(self) -> bool:

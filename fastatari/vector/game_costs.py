@@ -1,11 +1,11 @@
 """The calibration of ``game_costs.json``: each game's emulation cost per agent step, for the
-vector env's worker assignment (:func:`fastatari.vector.lineup.assign_workers`).
+vector env's worker assignment (:func:`fastatari.vector.assignment.assign_workers`).
 
 ``python -m fastatari.vector.game_costs [--steps N] [--out PATH]`` plays every loadable ROM with
 random actions (frame skip 4, full action space, sticky actions off), in rounds that go
 round-robin over the games, and writes microseconds per agent step, the median of the rounds,
 to ``fastatari/vector/game_costs.json`` (what
-:func:`fastatari.vector.lineup.game_costs` reads). Only the ratios between games are used, so
+:func:`fastatari.vector.assignment.game_costs` reads). Only the ratios between games are used, so
 a table measured on one machine serves others.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from fastatari.core.game import AtariGame
 from fastatari.core.games import game_ids
 from fastatari.core.options import AtariOptions
-from fastatari.vector.lineup import COSTS_FILE
+from fastatari.vector.assignment import COSTS_FILE
 
 
 def step_costs(roms: list[str], steps: int, rounds: int, seed: int = 0,

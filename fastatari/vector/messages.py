@@ -106,7 +106,7 @@ class WorkerConfig:
     layout: Layout
     same_step: bool
     resets: Tuple[ResetRequest, ...]  # run before READY
-    prereset: bool = False  # next-step autoreset: reset ended envs right after answering
+    reset_ahead: bool = False  # next-step autoreset: reset ended envs right after answering
     ale_actions: bool = False  # actions are ALE's 18 (enum order) whatever each game's set
     restarted: bool = False  # the resets replace games lost with a dead worker
     cpu: Optional[int] = None  # pin the process to this CPU before touching memory

@@ -1,6 +1,6 @@
 """The plan of a vector env: everything it is, decided and checked before any process starts.
 
-:func:`plan_vec` turns ``game, num_envs, **keywords`` into a :class:`VectorPlan`: the lineup of
+:func:`plan_vec` turns ``game, num_envs, **keywords`` into a :class:`VectorPlan`: the assignment of
 games with each one's options (checked against the ROM's facts), the shared action set, the
 layout of the shared memory and the front's settings. Every front end reads the one plan:
 ``fastatari.make_vec`` runs it on local worker processes, ``fastatari.ray`` on Ray actors,
@@ -23,9 +23,9 @@ from fastatari.core.game import ALE_ACTIONS
 from fastatari.core.options import AtariOptions
 from fastatari.core.protocols import apply_protocol
 from fastatari.core.romfacts import loaded_facts
+from fastatari.vector.assignment import Assignment, make_assignment
 from fastatari.vector.buffers import OUTPUT_SLOTS, Layout
 from fastatari.vector.config import VectorConfig, split_keywords
-from fastatari.vector.lineup import Lineup, make_lineup
 
 __all__ = ["VectorPlan", "plan_vec"]
 
@@ -35,7 +35,7 @@ class VectorPlan:
     """A vector env's games, options, actions, memory layout and settings. Picklable: a Ray
     actor runs its block of the plan (:meth:`block`)."""
 
-    lineup: Lineup  # the game and options of each env
+    assignment: Assignment  # the game and options of each env
     options: AtariOptions  # the options every game shares
     env_ids: Tuple[int, ...]  # the envs' ids in the whole vector env (an unseeded env's seed base)
     config: VectorConfig  # the front's settings, checked
@@ -62,10 +62,10 @@ class VectorPlan:
         """The plan of envs ``start .. stop - 1`` alone (a Ray actor's): their games, numbered
         as in this plan (``info["game_index"]``), a batch no larger than the block, and no
         output slots and no copies (its results go back through the driver's)."""
-        lineup = dataclasses.replace(self.lineup, games=self.lineup.games[start:stop])
+        assignment = dataclasses.replace(self.assignment, games=self.assignment.games[start:stop])
         size = stop - start
         return dataclasses.replace(
-            self, lineup=lineup, env_ids=self.env_ids[start:stop],
+            self, assignment=assignment, env_ids=self.env_ids[start:stop],
             config=dataclasses.replace(self.config, copy=False,
                                        batch_size=min(self.config.batch_size or size, size)),
             layout=dataclasses.replace(self.layout, num_envs=size, outputs=0))
@@ -82,9 +82,9 @@ def plan_vec(game: str | Sequence[str], num_envs: int, **keywords: Any) -> Vecto
     num_envs = validate.check_int("num_envs", num_envs, 1)
     front, workers, options = split_keywords(apply_protocol(keywords))
     config = VectorConfig.checked(num_envs, **front)
-    lineup, common = make_lineup(game, num_envs, options)
-    ale_actions = lineup.multi and common.full_action_set  # several games: ALE's 18 actions
-    meanings = shared_action_meanings(lineup, ale_actions)
+    assignment, common = make_assignment(game, num_envs, options)
+    ale_actions = assignment.multi and common.full_action_set  # several games: ALE's 18 actions
+    meanings = shared_action_meanings(assignment, ale_actions)
     layout = Layout(num_envs, common.observation_shape, common.continuous)
     validate.check_fits_in_memory(
         f"num_envs={num_envs} envs with observations of shape "
@@ -92,27 +92,27 @@ def plan_vec(game: str | Sequence[str], num_envs: int, **keywords: Any) -> Vecto
     with_outputs = dataclasses.replace(layout, outputs=OUTPUT_SLOTS)
     if config.copy and with_outputs.nbytes <= (validate.physical_memory() or math.inf):
         layout = with_outputs  # else each step copies the observations
-    return VectorPlan(lineup, common, tuple(range(num_envs)), config, dict(workers), layout,
+    return VectorPlan(assignment, common, tuple(range(num_envs)), config, dict(workers), layout,
                       tuple(meanings), ale_actions)
 
 
-def shared_action_meanings(lineup: Lineup, ale_actions: bool) -> List[str]:
+def shared_action_meanings(assignment: Assignment, ale_actions: bool) -> List[str]:
     """Check each game's options against its ROM's facts (mode, difficulty, NOOP, FIRE,
     screen size: ``ValueError``) and return the action names every env shares (``ValueError``
     if the games' differ). The facts come from the table shipped for this ale-py, else from the
     ROM loaded once in this process."""
     meanings: Dict[str, List[str]] = {}
-    for name in lineup.names:
-        options = lineup.options[name]
+    for name in assignment.names:
+        options = assignment.options[name]
         facts = loaded_facts(name)
         facts.check(options)
         meanings[name] = list(facts.actions(options.full_action_set))
     if ale_actions:
         return [a.name for a in ALE_ACTIONS]
-    first = meanings[lineup.names[0]]
-    differ = [name for name in lineup.names if meanings[name] != first]
+    first = meanings[assignment.names[0]]
+    differ = [name for name in assignment.names if meanings[name] != first]
     if differ:
-        raise ValueError(f"these games have different action sets ({lineup.names[0]}: "
+        raise ValueError(f"these games have different action sets ({assignment.names[0]}: "
                          f"{first}; {differ[0]}: {meanings[differ[0]]}): pass "
                          f"full_action_space=True to give every env the 18 actions")
     return first

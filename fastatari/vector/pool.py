@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from fastatari.vector import _wait, messages
+from fastatari.vector.assignment import assign_workers
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.config import WorkerSettings
 from fastatari.vector.executor import (
@@ -52,7 +53,6 @@ from fastatari.vector.executor import (
 )
 from fastatari.vector.host import HOST
 from fastatari.vector.launch import WorkerProcess, launch
-from fastatari.vector.lineup import assign_workers
 from fastatari.vector.messages import (
     GAME_FACTORY,
     Op,
@@ -99,11 +99,11 @@ class _Resources:
     """What must be released even if the env is garbage-collected or the trainer is
     interrupted: kept apart from the pool so that a weakref finalizer can own it."""
 
-    def __init__(self, buffers: SharedBuffers, firsts: np.ndarray) -> None:
+    def __init__(self, buffers: SharedBuffers, first_envs: np.ndarray) -> None:
         self.buffers: Optional[SharedBuffers] = buffers
-        self.firsts = firsts  # each worker's first env: where its pending word lives
+        self.first_envs = first_envs  # each worker's first env: where its pending word lives
         self.workers: List[Optional[WorkerProcess]] = []
-        self.hot_path: Optional[_wait.HotPath] = None
+        self.transport: Optional[_wait.Transport] = None
         self.wake_fd = -1
         self.epoll: Optional[select.epoll] = None
         if not PORTABLE_WAITS:
@@ -112,15 +112,15 @@ class _Resources:
             self.epoll.register(self.wake_fd, select.EPOLLIN)
 
     def release(self) -> None:
-        if self.hot_path is not None:
-            self.hot_path.close()  # before its memory and descriptors go
+        if self.transport is not None:
+            self.transport.close()  # before its memory and descriptors go
         buffers = self.buffers
         for k, worker in enumerate(self.workers):
             if worker is not None:
                 try:
                     worker.conn.send_bytes(messages.encode_close())
                     if buffers is not None:
-                        buffers.pending[self.firsts[k]] = 1
+                        buffers.pending[self.first_envs[k]] = 1
                 except (OSError, ValueError):
                     pass
         if buffers is not None:
@@ -143,7 +143,7 @@ class _Resources:
 
 class WorkerPool(Executor):
     """The envs of ``plan`` on ``num_workers`` worker processes: worker ``k`` owns
-    the envs ``blocks[k]`` (by :func:`~fastatari.vector.lineup.assign_workers`), which it
+    the envs ``blocks[k]`` (by :func:`~fastatari.vector.assignment.assign_workers`), which it
     steps in that order, and writes their results into the shared memory :attr:`buffers`.
 
     ``game_factory`` names what the workers build their games with, ``"module:qualname"``,
@@ -159,7 +159,7 @@ class WorkerPool(Executor):
         # node, its cores are the default)
         workers = WorkerSettings.checked(plan.num_envs, **plan.workers)
         assert workers.num_workers is not None  # checked() resolved the default
-        self.blocks = assign_workers(plan.lineup, workers.num_workers, balance=workers.balance)
+        self.blocks = assign_workers(plan.assignment, workers.num_workers, balance=workers.balance)
         self.num_workers: int = len(self.blocks)
         self.timeout = config.timeout
         self.seeds = SeedBook(plan.env_ids)
@@ -168,12 +168,12 @@ class WorkerPool(Executor):
         self._cpus = workers.cpus
         buffers = SharedBuffers(plan.layout)
         self.buffers = buffers
-        self._firsts = np.array([block[0] for block in self.blocks], np.int64)
-        self._res = _Resources(buffers, self._firsts)
+        self._first_envs = np.array([block[0] for block in self.blocks], np.int64)
+        self._res = _Resources(buffers, self._first_envs)
         self._finalizer = weakref.finalize(self, self._res.release)
         self._config = WorkerConfig(
-            index=-1, env_ids=(), games=plan.lineup.env_games(), layout=plan.layout,
-            same_step=config.same_step, prereset=config.next_step,
+            index=-1, env_ids=(), games=plan.assignment.env_games(), layout=plan.layout,
+            same_step=config.same_step, reset_ahead=config.next_step,
             ale_actions=plan.ale_actions, resets=(), game_factory=game_factory,
             wake_fd=self._res.wake_fd, memory=buffers.handle)
         self._names = [f"worker {k}" for k in range(self.num_workers)]
@@ -185,7 +185,7 @@ class WorkerPool(Executor):
         self._spins = _wait.SpinRule(SPIN_SECONDS, probe=SPIN_PROBE)
         self._epfd = self._res.epoll.fileno() if self._res.epoll is not None else -1
         # starts, waits, takes; and the count of completions taken (what every wait waits past)
-        self._hot = self._res.hot_path = _wait.HotPath(
+        self._transport = self._res.transport = _wait.Transport(
             buffers.control, buffers.ticket, buffers.op, self._in_flight.view(np.uint8),
             self._epfd, self._res.wake_fd, self.timeout, self._spins)
 
@@ -204,7 +204,7 @@ class WorkerPool(Executor):
             raise
 
     def _launch(self, k: int, resets: List[ResetRequest], restarted: bool) -> None:
-        self.buffers.progress[self._firsts[k]] = 0  # what it completes from now on
+        self.buffers.progress[self._first_envs[k]] = 0  # what it completes from now on
         worker = launch(self.buffers.handle, f"fastatari-worker-{k}", self._res.wake_fd)
         self._res.workers[k] = worker
         if self._res.epoll is not None:  # its pipe wakes the trainer's wait: death, error
@@ -233,11 +233,11 @@ class WorkerPool(Executor):
         return self.buffers.outputs
 
     @property
-    def hot_path(self) -> Optional[_wait.HotPath]:
-        return None if PORTABLE_WAITS else self._hot  # (the portable waits look at pipes)
+    def transport(self) -> Optional[_wait.Transport]:
+        return None if PORTABLE_WAITS else self._transport  # (the portable waits look at pipes)
 
     def run(self, ops: Optional[np.ndarray], output: int = -1) -> None:
-        self._hot.run(ops, output)  # the ops name the envs (IDLE for the others)
+        self._transport.run(ops, output)  # the ops name the envs (IDLE for the others)
 
     def busy(self) -> bool:
         return bool(self._in_flight.any())
@@ -250,7 +250,7 @@ class WorkerPool(Executor):
         in_flight = int(np.count_nonzero(self._in_flight))
         want = in_flight if at_least is None else min(at_least, in_flight)
         try:
-            found = self._wait_done(self._hot.collected + want, deadline(self.timeout))
+            found = self._wait_done(self._transport.collected + want, deadline(self.timeout))
         except BaseException:
             self.close()
             raise
@@ -262,7 +262,7 @@ class WorkerPool(Executor):
         if PORTABLE_WAITS:
             return super().run_and_collect(ops, output)
         try:
-            found = self._hot.run_and_wait(ops, output)
+            found = self._transport.run_and_wait(ops, output)
         except BaseException:
             self.close()
             raise
@@ -288,7 +288,7 @@ class WorkerPool(Executor):
             self.close()
             raise
         # in_order: a batch of the first to finish, in that order
-        done = self._hot.take_done(in_order)
+        done = self._transport.take_done(in_order)
         return [Reply(ReplyKind.DONE, envs=done, source="workers")] + replies
 
     def _wait_done(self, target: int, until: Optional[float]) -> int:
@@ -296,7 +296,7 @@ class WorkerPool(Executor):
         TIMEOUT at the deadline. It spins first as its :class:`~fastatari.vector._wait.SpinRule`
         says, and tells the rule how long it waited."""
         if not PORTABLE_WAITS:  # on the eventfd and the pipes
-            return self._hot.wait_done(target, remaining(until))
+            return self._transport.wait_done(target, remaining(until))
         start = time.perf_counter()
         found = self._nap_until(target, until, self._spins.spin())
         self._spins.waited(time.perf_counter() - start)
@@ -306,12 +306,12 @@ class WorkerPool(Executor):
         """The portable waits: after a spin of ``spin`` seconds, naps between looks at the
         pipes. A signal's handler may close the pool during a nap (a ``close()`` from it):
         the memory stays mapped until this returns, and the wait raises instead of going on."""
-        control = self.buffers.control  # (held: mapped while this waits, as HotPath's waits)
+        control = self.buffers.control  # (held: mapped while this waits, as Transport's waits)
         while True:
             left = remaining(until)
             nap = NAP_SLICE_SECONDS if left is None else min(NAP_SLICE_SECONDS, left)
             found = _wait.wait_done(control, target, -1, -1, spin, nap)
-            if self._hot.closed:
+            if self._transport.closed:
                 raise RuntimeError("the vector env's workers were closed")
             if found == _wait.DONE:
                 return _wait.DONE
@@ -349,7 +349,7 @@ class WorkerPool(Executor):
         the collect that follows."""
         pending = self.buffers.pending
         for k in commands:
-            pending[self._firsts[k]] = 1
+            pending[self._first_envs[k]] = 1
         _wait.publish(self.buffers.control)
         for k, data in commands.items():
             try:
@@ -464,14 +464,14 @@ class WorkerPool(Executor):
         worker.release()
         self._res.workers[k] = None
         block = self.blocks[k]
-        if self.buffers.progress[self._firsts[k]]:
+        if self.buffers.progress[self._first_envs[k]]:
             self._policy.progress(k)  # it completed an env since it started
         self._died(k, f"worker {k} (pid {worker.pid}) {what}", detail, tail,
                    warn=hung or error is not None)
         lost = block[self._in_flight[block] & (self.buffers.ticket[block] < 0)]
         self._in_flight[lost] = False
         self.buffers.op[block] = Op.IDLE  # ops it never took: the replacement must not run them
-        self.buffers.pending[self._firsts[k]] = 0
+        self.buffers.pending[self._first_envs[k]] = 0
         self._launch(k, self.seeds.restart_resets(block.tolist(), self.restarts),
                      restarted=True)
         self._pipe_replies([k], expect=ReplyKind.READY)

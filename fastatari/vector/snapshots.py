@@ -52,9 +52,9 @@ class Snapshots(CallOrder):
         states, replies = self.executor.clone(ids)
         self.book.apply(replies)
         check_command(replies, "clone", ids)  # a worker's death took some of the states
-        seeds, lineup = self.executor.seeds.last, self.plan.lineup
+        seeds, assignment = self.executor.seeds.last, self.plan.assignment
         ended = self.book.ended_of(ids)
-        return [EnvSnapshot(lineup.games[i], lineup.options[lineup.games[i]],
+        return [EnvSnapshot(assignment.games[i], assignment.options[assignment.games[i]],
                             cast(GameState, state), ended=bool(ended[j]), seed=seeds[i])
                 for j, (i, state) in enumerate(zip(ids.tolist(), states, strict=True))]
 
@@ -75,7 +75,7 @@ class Snapshots(CallOrder):
         snapshots = check_snapshots(snapshots, ids.size)
         if self._state is State.NEEDS_RESET and ids.size != self.num_envs:
             self._check_was_reset("restore a subset of envs")
-        games, options = self.plan.lineup.games, self.plan.lineup.options
+        games, options = self.plan.assignment.games, self.plan.assignment.options
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         for i, snap in zip(ids.tolist(), snapshots, strict=True):
             snap.check(games[i], options[games[i]])

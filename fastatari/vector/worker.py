@@ -55,7 +55,7 @@ class Worker:
         self.env_ids = list(config.env_ids)
         self._games_spec = dict(zip(config.env_ids, config.games, strict=True))
         self.same_step = config.same_step
-        self.prereset = config.prereset
+        self.reset_ahead = config.reset_ahead
         self.first = config.env_ids[0]  # where this worker's pending word lives
         self._control = buffers.control
         self._evfd = config.wake_fd
@@ -79,7 +79,7 @@ class Worker:
         # answers, while the trainer thinks, into a private stack; the reset that the trainer
         # asks for next (an autoreset step, or a plain reset()) only copies it in. A reset
         # costs ~4.5 ms of emulation (reset_game and the no-ops): off the step's critical path.
-        self._to_prereset: List[int] = []
+        self._ended_to_reset: List[int] = []
         self._staged: Dict[int, Dict[str, Any]] = {}  # env -> its reset info; stack in _staging
         self._staging: Dict[int, np.ndarray] = {}
 
@@ -160,11 +160,11 @@ class Worker:
             count += 1
         if count:
             self.buffers.progress[self.first] += count  # it made progress: see RestartPolicy
-        self._prereset()
+        self._reset_ahead()
 
-    def _prereset(self) -> None:
+    def _reset_ahead(self) -> None:
         """Reset the envs whose episode ended in the command just answered (next-step mode)."""
-        for i in self._to_prereset:
+        for i in self._ended_to_reset:
             staging = self._staging_of(i)
             game = self.games[i]
             if game.continues_game:  # the reset pushes onto the stack's older frames
@@ -174,7 +174,7 @@ class Worker:
                 self._staged[i] = game.reset()
             finally:
                 game.frames.retarget(self.buffers.obs[i])
-        self._to_prereset.clear()
+        self._ended_to_reset.clear()
 
     def _step_one(self, i: int, op: int) -> None:
         if op == Op.RESET:
@@ -205,8 +205,8 @@ class Worker:
                 column[i] = reset_info.get(name, 0)  # keys the game does not report: 0
         else:
             b.has_final[i] = False
-            if self.prereset and (terminated or truncated):
-                self._to_prereset.append(i)
+            if self.reset_ahead and (terminated or truncated):
+                self._ended_to_reset.append(i)
 
     def clone(self, env_ids: Sequence[int]) -> List[GameState]:
         """Each env's game state, with the reset already run for it (next-step autoreset)."""

@@ -134,7 +134,7 @@ def test_worker_config_defaults():
     config = WorkerConfig(index=0, env_ids=(0,), games=(("pong", AtariOptions()),),
                           layout=Layout(1, (4, 84, 84)), same_step=False, resets=())
     assert (config.restarted, config.cpu, config.memory) == (False, None, None)
-    assert (config.prereset, config.ale_actions) == (False, False)
+    assert (config.reset_ahead, config.ale_actions) == (False, False)
     assert config.game_factory == GAME_FACTORY == "fastatari.core.game:AtariGame"
     assert config.wake_fd == -1
     assert pickle.loads(pickle.dumps(config)) == config

@@ -9,7 +9,7 @@ import pytest
 import fastatari
 from fastatari import AtariEnv, make_vec
 from fastatari.core.games import game_ids
-from fastatari.vector.lineup import assign_workers, game_costs, make_lineup
+from fastatari.vector.assignment import assign_workers, game_costs, make_assignment
 
 KW = dict(repeat_action_probability=0.0, max_num_frames_per_episode=400,
           full_action_space=True)
@@ -120,25 +120,25 @@ def test_games_in_no_order_and_ambiguous_mappings_are_refused():
     name must say where it is."""
     for games in ({"pong", "breakout"}, frozenset({"pong"}), {"pong": 1, "breakout": 2}.keys()):
         with pytest.raises(TypeError, match="game must be a name or a sequence .*of names, got a "):
-            make_lineup(games, 2, {})
+            make_assignment(games, 2, {})
     with pytest.raises(ValueError, match="mode names the game 'breakout' twice .*'breakout' "
                                          "and 'ALE/Breakout-v5'"):
-        make_lineup(["breakout", "pong"], 2, dict(mode={"breakout": 4, "ALE/Breakout-v5": 0}))
+        make_assignment(["breakout", "pong"], 2, dict(mode={"breakout": 4, "ALE/Breakout-v5": 0}))
     with pytest.raises(ValueError, match="difficulty=\\{game: value\\}: game must be a str "
                                          "such as 'breakout', got 5"):
-        make_lineup(["breakout", "pong"], 2, dict(difficulty={5: 1}))
-    lineup, _ = make_lineup(("pong", "breakout"), 2, dict(full_action_space=True))
-    assert lineup.games == ("pong", "breakout")  # a tuple, a list, an array: in order
+        make_assignment(["breakout", "pong"], 2, dict(difficulty={5: 1}))
+    assignment, _ = make_assignment(("pong", "breakout"), 2, dict(full_action_space=True))
+    assert assignment.games == ("pong", "breakout")  # a tuple, a list, an array: in order
 
 
 def test_cost_balanced_assignment_beats_contiguous_blocks():
     costs = game_costs()
     assert len(costs) >= 57  # the shipped table covers the suite
-    lineup, _ = make_lineup(list(fastatari.suites.ATARI_57), 57, dict(KW))
-    cost = np.array([costs[g] for g in lineup.games])
+    assignment, _ = make_assignment(list(fastatari.suites.ATARI_57), 57, dict(KW))
+    cost = np.array([costs[g] for g in assignment.games])
     for workers in (2, 4, 8):
-        balanced = assign_workers(lineup, workers)
-        contiguous = assign_workers(lineup, workers, balance=False)
+        balanced = assign_workers(assignment, workers)
+        contiguous = assign_workers(assignment, workers, balance=False)
         assert sorted(np.concatenate(balanced).tolist()) == list(range(57))
         assert all(np.all(np.diff(b) > 0) for b in contiguous)
         slowest = max(cost[b].sum() for b in balanced)
@@ -146,14 +146,14 @@ def test_cost_balanced_assignment_beats_contiguous_blocks():
         assert slowest <= cost.sum() / workers + cost.max()  # greedy's bound
 
 
-@pytest.mark.parametrize("lineup", ["atari5-groups", "atari57-twice"])
+@pytest.mark.parametrize("assignment", ["atari5-groups", "atari57-twice"])
 @pytest.mark.parametrize("workers", [2, 4, 16])
-def test_balancing_keeps_each_games_envs_together(lineup, workers):
+def test_balancing_keeps_each_games_envs_together(assignment, workers):
     """Changing game costs a worker its caches: games are split over workers only where the
     balance needs it, and a worker steps each game's envs in a row."""
     games = (tuple(g for g in fastatari.suites.ATARI_5 for _ in range(4))
-             if lineup == "atari5-groups" else fastatari.suites.ATARI_57 * 2)
-    lu, _ = make_lineup(list(games), len(games), dict(KW))
+             if assignment == "atari5-groups" else fastatari.suites.ATARI_57 * 2)
+    lu, _ = make_assignment(list(games), len(games), dict(KW))
     costs = game_costs()
     cost = np.array([costs[g] for g in lu.games])
     blocks = assign_workers(lu, workers)

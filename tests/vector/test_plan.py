@@ -16,7 +16,7 @@ def test_plan_is_pure_and_complete():
     plan = plan_vec("breakout", 6, num_workers=2, frame_skip=3, copy=False)
     assert isinstance(plan, VectorPlan)
     assert plan.num_envs == 6 and plan.env_ids == tuple(range(6))
-    assert plan.lineup.games == ("breakout",) * 6
+    assert plan.assignment.games == ("breakout",) * 6
     assert plan.options.frame_skip == 3 and not plan.config.copy
     assert plan.action_meanings == ("NOOP", "FIRE", "RIGHT", "LEFT") and plan.num_actions == 4
     assert plan.workers == {"num_workers": 2}  # as given: the pool checks them
@@ -33,7 +33,7 @@ def test_several_games_need_the_full_action_space_and_then_share_ale_actions():
     with pytest.raises(ValueError, match="different action sets .*full_action_space=True"):
         plan_vec(["pong", "breakout"], 2)
     plan = plan_vec(["pong", "breakout"], 2, full_action_space=True)
-    assert plan.ale_actions and plan.num_actions == 18 and plan.lineup.multi
+    assert plan.ale_actions and plan.num_actions == 18 and plan.assignment.multi
 
 
 @pytest.mark.parametrize("bad, error, match", [
@@ -59,9 +59,9 @@ def test_block_is_an_actors_share():
     plan = plan_vec(["pong", "pong", "breakout", "breakout"], 4, full_action_space=True,
                     mode={"breakout": 4})
     block = plan.block(2, 4)
-    assert block.env_ids == (2, 3) and block.lineup.games == ("breakout", "breakout")
-    assert block.lineup.names == ("pong", "breakout")  # numbered as the whole env's games
-    assert block.lineup.game_index().tolist() == [1, 1] and block.layout.num_envs == 2
+    assert block.env_ids == (2, 3) and block.assignment.games == ("breakout", "breakout")
+    assert block.assignment.names == ("pong", "breakout")  # numbered as the whole env's games
+    assert block.assignment.game_index().tolist() == [1, 1] and block.layout.num_envs == 2
     assert block.config.batch_size == 2 and block.action_meanings == plan.action_meanings
     assert plan.config.copy and not block.config.copy  # the driver copies
     assert plan.layout.outputs == 3 and block.layout.outputs == 0  # the driver's return

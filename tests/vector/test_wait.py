@@ -82,7 +82,7 @@ def test_claim_takes_an_op_once():
 def test_every_start_names_its_output_slot():
     control, tickets = control_words(), np.zeros(3, np.int64)
     op, in_flight = np.zeros(3, np.uint8), np.zeros(3, np.uint8)
-    hot = _wait.HotPath(control, tickets, op, in_flight, -1, -1, None, _wait.SpinRule(0.0))
+    hot = _wait.Transport(control, tickets, op, in_flight, -1, -1, None, _wait.SpinRule(0.0))
     hot.run(np.array([0, 2, 0], np.uint8), 1)
     assert _wait.output(control) == 1 and op.tolist() == [0, 2, 0]
     assert in_flight.tolist() == [0, 1, 0] and tickets[1] == -1 and generation(control) == 1
@@ -95,7 +95,7 @@ def test_a_take_with_a_limit_leaves_the_later_envs_in_flight():
     for the next take."""
     control, tickets = control_words(), np.zeros(4, np.int64)
     op, in_flight = np.zeros(4, np.uint8), np.zeros(4, np.uint8)
-    hot = _wait.HotPath(control, tickets, op, in_flight, -1, -1, None, _wait.SpinRule(0.0))
+    hot = _wait.Transport(control, tickets, op, in_flight, -1, -1, None, _wait.SpinRule(0.0))
     hot.run(None)
     for i in (2, 0, 3):  # env 2 finishes first, then 0, then 3; env 1 is still running
         complete(control, tickets, i, -1)

@@ -22,7 +22,7 @@ import numpy as np
 from fastatari.core.games import resolve_game
 from fastatari.core.options import AtariOptions
 
-__all__ = ["Lineup", "assign_workers", "contiguous_blocks", "game_costs", "make_lineup",
+__all__ = ["Assignment", "assign_workers", "contiguous_blocks", "game_costs", "make_assignment",
            "resolve_games"]
 
 #: Options that may differ between games, given as a mapping ``{game: value}``.
@@ -31,7 +31,7 @@ COSTS_FILE = os.path.join(os.path.dirname(__file__), "game_costs.json")
 
 
 @dataclass(frozen=True)
-class Lineup:
+class Assignment:
     """The games of a vector env: ``games[i]`` is env ``i``'s ROM id."""
 
     games: Tuple[str, ...]
@@ -74,12 +74,12 @@ def resolve_games(games: Any, distinct: bool = False, name: str = "games") -> Tu
     return roms
 
 
-def make_lineup(game: str | Sequence[str], num_envs: int,
-                options: Dict[str, Any]) -> Tuple[Lineup, AtariOptions]:
+def make_assignment(game: str | Sequence[str], num_envs: int,
+                options: Dict[str, Any]) -> Tuple[Assignment, AtariOptions]:
     """Resolve ``game`` (one name, or one per env) and the options of each distinct game.
 
     ``mode`` and ``difficulty`` may be mappings ``{game name: value}`` (games not named keep
-    the ROM's default). Returns the lineup and the options common to every game.
+    the ROM's default). Returns the assignment and the options common to every game.
     """
     if isinstance(game, str):
         games = (resolve_game(game),) * num_envs
@@ -110,7 +110,7 @@ def make_lineup(game: str | Sequence[str], num_envs: int,
             chosen[rom][key] = value
     by_game = {name: common.replace(**chosen[name]) if chosen[name] else common
                for name in names}
-    return Lineup(games, names, by_game), common
+    return Assignment(games, names, by_game), common
 
 
 def contiguous_blocks(n: int, parts: int) -> List[range]:
@@ -119,7 +119,7 @@ def contiguous_blocks(n: int, parts: int) -> List[range]:
     return [range(int(bounds[k]), int(bounds[k + 1])) for k in range(parts)]
 
 
-def assign_workers(lineup: Lineup, num_workers: int, balance: bool = True,
+def assign_workers(assignment: Assignment, num_workers: int, balance: bool = True,
                    costs: Mapping[str, float] | None = None) -> List[np.ndarray]:
     """The envs of each worker, in the order it steps them.
 
@@ -134,16 +134,16 @@ def assign_workers(lineup: Lineup, num_workers: int, balance: bool = True,
     least loaded. With one env per game this is the classic longest-first greedy. Each worker
     steps its envs grouped by game, in order of env id within a game.
     """
-    n = len(lineup.games)
-    if not (balance and lineup.multi):
+    n = len(assignment.games)
+    if not (balance and assignment.multi):
         return [np.arange(block.start, block.stop) for block in contiguous_blocks(n, num_workers)]
     if costs is None:
         costs = game_costs()
     default = float(np.median(list(costs.values()))) if costs else 1.0
-    game_of = lineup.game_index()
-    cost = np.array([costs.get(name, default) for name in lineup.names])
+    game_of = assignment.game_index()
+    cost = np.array([costs.get(name, default) for name in assignment.names])
     share = float(cost[game_of].sum()) / num_workers
-    sizes = np.bincount(game_of, minlength=len(lineup.names))
+    sizes = np.bincount(game_of, minlength=len(assignment.names))
     load = np.zeros(num_workers)
     count = np.zeros(num_workers, np.int64)
     owner = np.empty(n, np.int64)
