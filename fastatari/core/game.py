@@ -553,7 +553,15 @@ class AtariGame:
         frames = self.frames
         # every field checked first (ValueError): a restore happens whole or not at all
         stack, pooled, emulator = state.unpack(frames.stack.shape, frames.pooled_shape)
-        self.ale.restoreState(emulator)
+        # bytes ALE parses but cannot load (a crafted state: a part's name or size that is not
+        # its own) raise nanobind's SystemError after part of the emulator changed: put it back
+        before = self.ale.cloneState(include_rng=True)
+        try:
+            self.ale.restoreState(emulator)
+        except Exception:
+            self.ale.restoreState(before)
+            raise ValueError(f"snapshot emulator state ({len(state.emulator)} bytes) is not one "
+                             f"ALE can load") from None
         if state.held is not None:
             sticky.hold_action(self.ale, emulator, state.held, state.held_frames)
         self.np_random.bit_generator.state = state.np_random

@@ -277,6 +277,30 @@ def test_bad_snapshots_are_refused_with_every_env_intact(case):
     twin_env.close()
 
 
+def test_an_emulator_state_ale_cannot_load_is_refused_and_the_env_intact():
+    """Emulator bytes ALE parses but cannot load (a part named as another's, its digest
+    recomputed) raise ale-py's untranslated SystemError halfway through the load: AtariEnv
+    refuses them with ValueError and goes on as its twin. (A vector env's worker refuses them
+    the same way, then is replaced, as after any exception in a command: WorkerError.)"""
+    env, twin = (fastatari.AtariEnv("breakout", **SHORT) for _ in range(2))
+    for e in (env, twin):
+        e.reset(seed=0)
+        for _ in range(10):
+            e.step(1)
+    snap = env.clone()
+    assert snap.state.emulator.count(b"M6532") == 1
+    forged = dataclasses.replace(snap, state=dataclasses.replace(
+        snap.state, emulator=snap.state.emulator.replace(b"M6532", b"X6532")), digest=b"")
+    with pytest.raises(ValueError, match="not one ALE can load"):
+        env.restore(forged)
+    for action in np.random.default_rng(7).integers(0, 4, 30).tolist():
+        ours, theirs = env.step(action), twin.step(action)
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        assert ours[1:4] == theirs[1:4]
+    env.close()
+    twin.close()
+
+
 FAULTY_GAMES = """
 import os
 
