@@ -91,9 +91,10 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         by then is killed and restarted like a crashed one, with a warning. None waits forever.
         A worker's start (a fresh interpreter, its imports and ROM checks) gets at least 60 s.
     max_crashes_without_progress : int
-        A worker that dies this many times in a row without answering a command in between
-        (default 3: a broken install, a ROM that crashes at once) raises ``RuntimeError`` with
-        the cause and the tail of its stderr. A worker that made progress is always restarted.
+        A worker that dies this many times in a row without progress in between (no env's
+        result delivered, no command answered; default 3: a broken install, a ROM that crashes
+        at once) raises ``RuntimeError`` with the cause and the tail of its stderr. A worker
+        that made progress is always restarted.
     max_restarts : int, optional
         Caps worker restarts over the env's whole life (default: no cap).
     balance : bool

@@ -35,11 +35,10 @@ from typing import IO, Any, Callable, List, Optional, Tuple, Union
 from fastatari.vector.buffers import Handle
 from fastatari.vector.host import HOST
 
-__all__ = ["WorkerProcess", "launch"]
+__all__ = ["WorkerProcess", "launch", "worker_path"]
 
 # ``python -c`` puts the working directory first on sys.path: nothing is imported before the
-# path is the trainer's (``sys`` is built in), so a json.py or numpy.py in the folder a job is
-# started from never runs in a worker (-P would do it from 3.11 on; this works on 3.10 too).
+# path is set (``sys`` is built in; -P would do it from 3.11 on, this works on 3.10 too).
 _BOOT = ("import sys; sys.path[:] = sys.argv[2:]; "
          "from fastatari.vector.worker import main; main(sys.argv[1:2])")
 STDERR_TAIL_BYTES = 2000
@@ -127,7 +126,7 @@ def launch(memory: Handle, name: str, wake_fd: int = -1) -> WorkerProcess:
     stderr = tempfile.TemporaryFile(prefix="fastatari-worker-")
     try:
         process = subprocess.Popen(
-            [_python(), "-c", _BOOT, str(child.fileno())] + _trainer_path(),
+            [_python(), "-c", _BOOT, str(child.fileno())] + worker_path(),
             pass_fds=(child.fileno(), int(memory)) + ((wake_fd,) if wake_fd >= 0 else ()),
             stdin=subprocess.DEVNULL, stderr=stderr)
     except BaseException:
@@ -140,10 +139,18 @@ def launch(memory: Handle, name: str, wake_fd: int = -1) -> WorkerProcess:
     return WorkerProcess(parent, process.pid, process, stderr)
 
 
-def _trainer_path() -> List[str]:
-    """The trainer's ``sys.path``, its working-directory entry ("") made absolute as the
-    trainer resolves it now, so a worker finds what the trainer finds."""
-    return [entry or os.getcwd() for entry in sys.path]
+def worker_path() -> List[str]:
+    """A worker's ``sys.path``: the trainer's without the working directory (its "" entry,
+    which ``python -c``, ``-m`` and a notebook put first, or the folder itself), so a json.py
+    or numpy.py in the folder a job starts from never runs in a worker; the folder fastatari
+    was imported from stays (last: a clone run from its root)."""
+    here = os.path.realpath(os.getcwd())
+    path = [entry for entry in sys.path if entry and os.path.realpath(entry) != here]
+    # the folder that holds the fastatari package (this file: fastatari/vector/launch.py)
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    if home not in map(os.path.realpath, path):
+        path.append(home)
+    return path
 
 
 def _python() -> str:
@@ -158,7 +165,8 @@ def _launch_spawn(memory: Handle, name: str, wake_fd: int) -> WorkerProcess:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
     fds = [fd for fd in (memory, wake_fd) if isinstance(fd, int) and fd >= 0]
-    process = ctx.Process(target=_serve_spawned, args=(child, [_Inherited(fd) for fd in fds]),
+    process = ctx.Process(target=_serve_spawned,
+                          args=(child, [_Inherited(fd) for fd in fds], worker_path()),
                           name=name, daemon=True)
     try:
         process.start()
@@ -190,9 +198,11 @@ def _inherited(fd: int, dup: Any) -> int:
     return got
 
 
-def _serve_spawned(conn: Connection, inherited: List[int]) -> None:
+def _serve_spawned(conn: Connection, inherited: List[int], path: List[str]) -> None:
     """A spawn child's entry: ``inherited`` holds the descriptors it was passed (already
-    checked in place by their unpickling)."""
+    checked in place by their unpickling); ``path``, :func:`worker_path` (multiprocessing's
+    own start-up ran on the trainer's, working directory included)."""
+    sys.path[:] = path
     from fastatari.vector.worker import serve
 
     del inherited

@@ -19,7 +19,8 @@ executors' rules (:class:`~fastatari.vector.executor.SeedBook`); the collect rep
 :attr:`ReplyKind.RESTARTED` for it, with the envs whose results died with it.
 
 Restart policy (:class:`~fastatari.vector.executor.RestartPolicy`): a worker that made progress
-(answered a command) since its last start is always restarted. Only
+since its last start (delivered an env's result, or answered a command through its pipe) is
+always restarted. Only
 ``max_crashes_without_progress`` deaths in a row without progress (a broken install, a ROM that
 crashes at once) raise ``RuntimeError``, with the cause and the tail of the worker's stderr.
 ``max_restarts`` optionally caps restarts over the pool's whole life.

@@ -147,7 +147,7 @@ class Worker:
                                       self.buffers.outputs)
         control, evfd = self._control, self._evfd
         env_ids = self.env_ids
-        count = 0
+        progress = self.buffers.progress
         for i in env_ids:
             op = claim(ops, i)
             if not op:
@@ -156,10 +156,10 @@ class Worker:
             # read after the claim: the slot of this op's publish (none without copy=True)
             if outputs and (slot := output(control)) >= 0:
                 outputs[slot][i] = obs[i]
+            # counted before it is delivered: a result delivered is progress, even if the
+            # worker dies before the command's end (RestartPolicy)
+            progress[self.first] += 1
             complete(control, tickets, i, evfd)
-            count += 1
-        if count:
-            self.buffers.progress[self.first] += count  # it made progress: see RestartPolicy
         self._reset_ahead()
 
     def _reset_ahead(self) -> None:

@@ -392,6 +392,45 @@ def test_restart_budget_then_clear_error():
         envs.step(np.zeros(2, np.int64))
 
 
+DIES_AT_ITS_SECOND_STEP = """
+import os
+
+from fastatari.core.game import AtariGame
+
+STEPS = [0]
+
+
+class Game(AtariGame):
+    # every worker process dies at the second step it takes: after one env's result of each
+    # command was delivered
+    def step(self, *args, **kwargs):
+        STEPS[0] += 1
+        if STEPS[0] == 2:
+            os._exit(3)
+        return super().step(*args, **kwargs)
+"""
+
+
+def test_a_worker_that_delivered_results_made_progress(tmp_path, monkeypatch):
+    """A result delivered is progress: a worker killed mid-command after one of its envs
+    answered is restarted however often that happens (max_crashes_without_progress counts
+    deaths with nothing delivered in between)."""
+    from fastatari.vector import AtariVectorEnv, plan_vec
+    from fastatari.vector.pool import WorkerPool
+
+    (tmp_path / "dying_games.py").write_text(DIES_AT_ITS_SECOND_STEP)
+    monkeypatch.syspath_prepend(str(tmp_path))  # a worker gets the trainer's sys.path
+    # same-step autoreset: no step of resets alone between two deaths
+    plan = plan_vec("breakout", 2, num_workers=1, max_crashes_without_progress=2,
+                    autoreset_mode="same_step", **FAST)
+    with AtariVectorEnv(plan, WorkerPool(plan, "dying_games:Game")) as envs:
+        envs.reset(seed=0)
+        for t in range(4):  # each step: env 0's result delivered, then the worker dies
+            info = envs.step(np.zeros(2, np.int64))[4]
+            assert info["worker_restarted"].tolist() == [True, True], t
+        assert envs.worker_restarts == 4
+
+
 @linux_only
 def test_bad_options_fail_at_construction_without_leaks():
     before = shm_segments()

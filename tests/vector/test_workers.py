@@ -19,7 +19,7 @@ from fastatari.vector import AtariVectorEnv, WorkerError, launch, make_vec, plan
 from fastatari.vector.host import HOST
 
 from .._processes import alive, blocks_held, linux_only, shm_segments
-from .._python import run_code
+from .._python import run_code, same_fastatari
 
 FAST = dict(repeat_action_probability=0.0, max_num_frames_per_episode=1200)
 
@@ -118,6 +118,31 @@ def test_workers_import_nothing_from_the_working_directory(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("OK")
     assert not marker.exists(), marker.read_text()
+
+
+@pytest.mark.skipif(HOST.spawn, reason="a spawn child starts as `python -c` in the working "
+                    "directory: multiprocessing's own imports find a planted one first")
+def test_a_planted_module_under_python_dash_c_runs_in_the_trainer_only(tmp_path):
+    """``python -c`` puts the working directory ("") first on the trainer's sys.path, as
+    Python does; a worker's path leaves it out, so a json.py planted there runs in the trainer
+    (Python's rule) and in no worker."""
+    marker = tmp_path / "planted-ran.txt"
+    (tmp_path / "json.py").write_text(
+        "import os\n"
+        f"open({str(marker)!r}, 'a').write(str(os.getpid()) + ' ')\n"
+        "from importlib.machinery import PathFinder\n"  # then the real json, for the trainer
+        "import importlib.util, sys\n"
+        "spec = PathFinder.find_spec('json', [p for p in sys.path if p])\n"
+        "module = importlib.util.module_from_spec(spec); sys.modules['json'] = module\n"
+        "spec.loader.exec_module(module)\n")
+    code = ("import os, json, numpy as np, fastatari; "
+            "e = fastatari.make_vec('breakout', 2, num_workers=2); e.reset(seed=0); "
+            "e.step(np.zeros(2, np.int64)); print(os.getpid(), *e.worker_pids); e.close()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=tmp_path, env=same_fastatari(), timeout=120)
+    assert result.returncode == 0, result.stderr
+    trainer, *workers = result.stdout.split()
+    assert marker.read_text().split() == [trainer]  # the trainer's, once; no worker's
 
 
 def test_python_dash_c_works(tmp_path):
