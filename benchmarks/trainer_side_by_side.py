@@ -11,7 +11,8 @@ thread (user + sys: its own work, whatever the core count); the systems interlea
 round, medians. ``copy=True`` rows compare with EnvPool and ale-py (both return fresh arrays);
 ``copy=False`` rows are fastatari's views; the last column is fastatari's time over each
 row's (below 1: fastatari's trainer pays less). With ``copy=True`` the step returns an
-output slot the workers wrote, while one is free. EnvPool and ale-py's vector env are left out when they are not installed.
+output slot the workers wrote, while one is free. EnvPool and ale-py's vector env are left out
+when they are not installed.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ __all__ = ["Batch", "FrameStore", "PrioritizedBatch", "PrioritizedReplayBuffer",
 def __getattr__(name: str) -> Any:
     if name == "ReplayBuffer":  # SB3 and torch only for the SB3 drop-in
         try:
-            from fastatari.replay.sb3 import ReplayBuffer
+            from fastatari.sb3.replay_buffer import ReplayBuffer
         except ImportError as error:
             raise ImportError("fastatari.replay.ReplayBuffer needs Stable-Baselines3: pip "
                               "install 'fastatari[rl]'") from error
