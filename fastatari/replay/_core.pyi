@@ -16,6 +16,7 @@ class FrameStore:
     obs_shape: Tuple[int, ...]
     axis: int
     disk: Optional[str]
+    lineage: npt.NDArray[np.int64]
     def __init__(self, capacity: int, n_envs: int, obs_shape: Tuple[int, ...], stack: int,
                  axis: int, disk: Optional[str] = None) -> None: ...
     def oldest_needed(self, next_put: bool = False) -> int: ...

@@ -16,6 +16,7 @@ from libc.math cimport pow
 from libc.stdlib cimport free, malloc
 
 import os
+import secrets
 import tempfile
 
 import numpy as np
@@ -74,6 +75,11 @@ cdef class FrameStore:
     cdef dict chunks
     cdef list spares
     cdef readonly object disk
+    #: Where the content of each frame serial comes from: ``(k, 2)`` int64 rows ``(token,
+    #: from_serial)``, ascending; serial ``s`` holds what the last row with ``from_serial <=
+    #: s`` wrote. Two stores (or checkpoints) whose rows name the same token for a serial hold
+    #: the same frame there: what an incremental checkpoint relies on to skip what it wrote.
+    cdef readonly object lineage
     cdef object disk_file
     cdef int64_t disk_chunks
     # the stored slots' oldest frames, as a monotone queue over the ring: (slot, its oldest
@@ -124,6 +130,7 @@ cdef class FrameStore:
             self.disk, self.disk_file = os.fspath(disk), tempfile.TemporaryFile(dir=disk)
         self._new_table(4)
         self.pos, self.full, self.next_serial = 0, False, 0
+        self.lineage = _lineage(None, 0)
 
     # -- frames --------------------------------------------------------------------------------
     cdef inline const uint8_t *frame(self, int64_t serial) noexcept nogil:
@@ -469,7 +476,8 @@ cdef class FrameStore:
                 frames[lo - first:hi - first] = chunk[lo - number * CHUNK:hi - number * CHUNK]
         return {"refs": self.refs_array.copy(), "last": self.last_array.copy(),
                 "has_last": self.has_last_array.astype(bool), "pos": int(self.pos),
-                "full": bool(self.full), "first_serial": int(first), "frames": frames}
+                "full": bool(self.full), "first_serial": int(first), "frames": frames,
+                "lineage": self.lineage.copy()}
 
     def checked_state(self, state):
         """:meth:`state_dict`'s contents checked whole against this store (every key, dtype,
@@ -496,6 +504,15 @@ cdef class FrameStore:
         if not 0 <= first < 2 ** 62:
             raise ValueError(f"the state's first_serial must be in [0, 2**62), got {first}")
         end = first + len(frames)
+        lineage = None
+        if "lineage" in state:  # (states before it have none: their frames get a new token)
+            lineage = np.asarray(state["lineage"])
+            if lineage.dtype != np.int64:
+                raise TypeError(f"the state's lineage must be int64, got {lineage.dtype}")
+            if (lineage.ndim != 2 or lineage.shape[1] != 2 or not len(lineage)
+                    or lineage[0, 1] != 0 or (np.diff(lineage[:, 1]) <= 0).any()):
+                raise ValueError("the state's lineage must be rows (token, from_serial), the "
+                                 "first from serial 0, ascending")
         written = refs if full else refs[:pos]
         for name, used in (("refs", written), ("last", last[has_last])):
             live = used[used >= 0]
@@ -503,7 +520,8 @@ cdef class FrameStore:
                 raise ValueError(f"the state's {name} refer to frames it does not hold "
                                  f"(serials [{first}, {end}) held, -1 the zero frame)")
         return {"refs": refs, "last": last, "has_last": has_last, "pos": pos, "full": full,
-                "first_serial": first, "frames": np.ascontiguousarray(frames)}
+                "first_serial": first, "frames": np.ascontiguousarray(frames),
+                "lineage": lineage}
 
     def load_state_dict(self, state):
         """Take :meth:`state_dict`'s contents (of a store of the same shape), checked whole
@@ -523,6 +541,8 @@ cdef class FrameStore:
         self.last_array[...] = last
         self.has_last_array[...] = has_last.astype(np.uint8)
         self.pos, self.full, self.next_serial = pos, full, end
+        # the state's serials hold its frames; what this store writes from here on is its own
+        self.lineage = _lineage(state["lineage"], end)
         for slot in range(pos, pos + self.capacity) if full else range(pos):
             self._window_put(slot % self.capacity)
         for number in range(first // CHUNK, (end - 1) // CHUNK + 1 if end > first else 0):
@@ -534,6 +554,16 @@ cdef class FrameStore:
     def __reduce__(self):  # pickling (SB3's save_replay_buffer pickles the whole buffer)
         return (_rebuilt, (self.capacity, self.n_envs, self.obs_shape, self.stack, self.axis,
                            self.state_dict(), self.disk))
+
+
+def _lineage(kept, int64_t start):
+    """A lineage: the rows of ``kept`` (None: none) for serials below ``start``, then a new
+    token (63 random bits) from ``start`` on."""
+    rows = [] if kept is None else [row for row in np.asarray(kept).tolist() if row[1] < start]
+    if not rows and start:
+        rows.append([secrets.randbits(63), 0])  # serials below start of unknown origin
+    rows.append([secrets.randbits(63), start])
+    return np.array(rows, np.int64).reshape(-1, 2)
 
 
 def _rebuilt(capacity, n_envs, obs_shape, stack, axis, state, disk=None):

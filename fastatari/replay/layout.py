@@ -5,7 +5,7 @@ hands a sample's arrays out (:func:`to_tensors`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -155,6 +155,37 @@ def state_keys(what: str, state: Any, keys: Sequence[str]) -> None:
     missing = [key for key in keys if key not in state]
     if missing:
         raise ValueError(f"{what} lacks {', '.join(map(repr, missing))}")
+
+
+def flat_state(store: Any, columns: Mapping[str, np.ndarray]) -> Dict[str, Any]:
+    """A memory's state as one flat dict of arrays and numbers: its frame store's under
+    ``"frames.<key>"``, then copies of its ``columns`` (``np.savez`` writes it as it is)."""
+    state: Dict[str, Any] = {f"frames.{key}": value
+                             for key, value in store.state_dict().items()}
+    state.update({name: array.copy() for name, array in columns.items()})
+    return state
+
+
+def load_flat_state(what: str, state: Any, store: Any, columns: Mapping[str, np.ndarray]
+                    ) -> None:
+    """Take a :func:`flat_state` (a dict, or the archive ``np.load`` opens; the frames flat,
+    or nested under ``"frames"``) into ``store`` and ``columns``, checked whole (every key,
+    dtype, shape and range, and that every frame referred to is held) before anything
+    changes."""
+    state_keys(what, state, tuple(columns))
+    if "frames" in state:
+        frames = state["frames"]
+        if isinstance(frames, np.ndarray) and frames.dtype == object and not frames.ndim:
+            frames = frames.item()  # (a nested state through np.savez)
+    else:
+        frames = {key[len("frames."):]: state[key] for key in state
+                  if key.startswith("frames.")}
+    checked = store.checked_state(frames)
+    values = {name: state_array(name, state[name], array.shape, array.dtype)
+              for name, array in columns.items()}
+    store.load_checked(checked)
+    for name, array in columns.items():
+        array[...] = values[name]
 
 
 def draw_integers(rng: Any, high: int, size: int) -> np.ndarray:

@@ -12,9 +12,9 @@ from fastatari.replay._core import FrameStore
 from fastatari.replay.layout import (
     check_rows,
     draw_integers,
+    flat_state,
+    load_flat_state,
     stack_layout,
-    state_array,
-    state_keys,
 )
 
 __all__ = ["Batch", "ReplayMemory"]
@@ -108,31 +108,17 @@ class ReplayMemory:
     def state_dict(self) -> Dict[str, Any]:
         """Everything to resume exactly, as a flat dict of NumPy arrays and numbers (the
         frame store's under ``"frames.<key>"``): ``np.savez(path, **memory.state_dict())``
-        writes it and ``memory.load_state_dict(np.load(path))`` takes it back."""
-        state: Dict[str, Any] = {f"frames.{key}": value
-                                 for key, value in self.frames.state_dict().items()}
-        state.update(actions=self.actions.copy(), rewards=self.rewards.copy(),
-                     terminated=self.terminated.copy(), truncated=self.truncated.copy())
-        return state
+        writes it and ``memory.load_state_dict(np.load(path))`` takes it back;
+        :mod:`fastatari.checkpoint` saves it incrementally."""
+        return flat_state(self.frames, self._columns())
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Take a :meth:`state_dict` of a memory of the same shape (a dict, or the archive
         ``np.load`` opens; the frames flat, or nested under ``"frames"`` as before), checked
         whole (every key, dtype, shape and range, and that every frame referred to is held)
         before anything changes."""
-        state_keys("a ReplayMemory state", state,
-                   ("actions", "rewards", "terminated", "truncated"))
-        if "frames" in state:
-            frames = state["frames"]
-            if isinstance(frames, np.ndarray) and frames.dtype == object and not frames.ndim:
-                frames = frames.item()  # (a nested state through np.savez)
-        else:
-            frames = {key[len("frames."):]: state[key] for key in state
-                      if key.startswith("frames.")}
-        checked = self.frames.checked_state(frames)
-        columns = {name: state_array(name, state[name], getattr(self, name).shape,
-                                     getattr(self, name).dtype)
-                   for name in ("actions", "rewards", "terminated", "truncated")}
-        self.frames.load_checked(checked)
-        for name, array in columns.items():
-            getattr(self, name)[...] = array
+        load_flat_state("a ReplayMemory state", state, self.frames, self._columns())
+
+    def _columns(self) -> Dict[str, np.ndarray]:
+        return {"actions": self.actions, "rewards": self.rewards,
+                "terminated": self.terminated, "truncated": self.truncated}

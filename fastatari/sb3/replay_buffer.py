@@ -15,7 +15,14 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 from fastatari.replay._core import FrameStore
-from fastatari.replay.layout import as_numbers, check_rows, stack_layout, to_tensors
+from fastatari.replay.layout import (
+    as_numbers,
+    check_rows,
+    flat_state,
+    load_flat_state,
+    stack_layout,
+    to_tensors,
+)
 
 __all__ = ["ReplayBuffer"]
 
@@ -138,3 +145,19 @@ class ReplayBuffer(buffers.ReplayBuffer):
     def reset(self) -> None:
         super().reset()
         self.frames.reset()
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Everything to resume exactly, as a flat dict of NumPy arrays and numbers (the
+        frame store's under ``"frames.<key>"``; ``pos`` and ``full`` are the store's), which
+        :mod:`fastatari.checkpoint` saves (incrementally) and ``np.savez`` writes."""
+        return flat_state(self.frames, self._columns())
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Take a :meth:`state_dict` of a buffer of the same shape, checked whole before
+        anything changes (TypeError, ValueError)."""
+        load_flat_state("a ReplayBuffer state", state, self.frames, self._columns())
+        self.pos, self.full = self.frames.pos, self.frames.full
+
+    def _columns(self) -> Dict[str, np.ndarray]:
+        return {"actions": self.actions, "rewards": self.rewards, "dones": self.dones,
+                "timeouts": self.timeouts}

@@ -21,7 +21,7 @@
             "-g0"
         ],
         "include_dirs": [
-            "/tmp/pip-build-env-9lipox7t/overlay/lib/python3.11/site-packages/numpy/_core/include"
+            "/tmp/pip-build-env-s33jlzm2/overlay/lib/python3.11/site-packages/numpy/_core/include"
         ],
         "name": "fastatari.vector._book",
         "sources": [
@@ -21674,7 +21674,7 @@ static PyObject *__pyx_pf_9fastatari_6vector_5_book_7EnvBook_24ended_of(struct _
  * cdef class EnvBook:
  *     cdef readonly Py_ssize_t num_envs             # <<<<<<<<<<<<<<
  *     cdef uint8_t[::1] phase, ended, restarted  # one byte per env
- *     cdef object _phase, _ended, _restarted  # the same memory as NumPy arrays (bool: ended, restarted)
+ *     cdef object _phase, _ended, _restarted  # the same memory, as NumPy arrays (bool: ended and
 */
 
 /* Python wrapper */

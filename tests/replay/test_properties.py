@@ -68,6 +68,8 @@ def bad_state(state: dict, rng: np.random.Generator) -> dict:
         state[key] = None
     elif how == 3 and value.dtype.kind in "iu":
         state[key] = value.astype(np.float64) + 0.5  # not whole: refused, not rounded
+    elif key.endswith("lineage"):  # optional (a state without one is taken as new frames)
+        state[key] = value[::-1] if len(value) > 1 else value + [[0, 1]]
     else:
         del state[key]
     if flat_frames and rng.integers(0, 2):

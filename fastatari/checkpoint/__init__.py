@@ -1,0 +1,106 @@
+"""Resume a run exactly: one checkpoint folder for the vector env, the replay memory, NumPy's
+generators and the caller's arrays, written incrementally and atomically, in a format that runs
+no code on load.
+
+::
+
+    from fastatari import checkpoint
+
+    checkpoint.save("ckpt", envs=envs, memory=rb, rngs={"policy": rng},
+                    arrays={"obs": obs, "step": np.array(global_step)})
+    torch.save({"q": q_network.state_dict(), "opt": optimizer.state_dict()}, "ckpt/torch.pt")
+    ...
+    arrays = checkpoint.load("ckpt", envs=envs, memory=rb, rngs={"policy": rng})
+    q_network.load_state_dict(torch.load("ckpt/torch.pt", weights_only=True)["q"])
+
+What it holds: every env's snapshot (``envs.state_dict()``: the same exactness), the memory's
+state (:class:`~fastatari.replay.ReplayMemory`, :class:`~fastatari.replay.ReplayBuffer`,
+:class:`~fastatari.replay.PrioritizedReplayBuffer`: their ``state_dict()``), each generator's
+``bit_generator.state`` and the arrays, as a JSON manifest and raw files
+(:mod:`fastatari.checkpoint.files`). A save after the first into the same folder writes only
+what changed (the frames added since, the arrays that differ); a process killed during a save
+leaves the previous checkpoint whole; a damaged or foreign one is refused, naming the file,
+before anything changes. Torch's states are the caller's: ``torch.save`` beside it, loaded with
+``weights_only=True`` (which runs no code either).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+import numpy as np
+
+from fastatari.checkpoint import files, tree
+from fastatari.checkpoint.files import CheckpointError
+
+__all__ = ["CheckpointError", "load", "save"]
+
+
+def save(folder: Any, *, envs: Any = None, memory: Any = None,
+         rngs: Optional[Mapping[str, np.random.Generator]] = None,
+         arrays: Optional[Mapping[str, Any]] = None) -> Dict[str, int]:
+    """Write a checkpoint of what is given into ``folder`` (made if needed), over the one
+    there: ``envs`` (a vector env, idle), ``memory`` (a replay memory), ``rngs`` (NumPy
+    ``Generator`` objects by name) and ``arrays`` (NumPy arrays or numbers by name). Returns
+    the bytes and files written. Nothing is changed in the objects."""
+    state: Dict[str, Any] = {}
+    if envs is not None:
+        state["envs"] = envs.state_dict()
+    if memory is not None:
+        state["memory"] = _state_dict(memory)
+    if rngs:
+        state["rngs"] = {name: _generator(name, rng).bit_generator.state
+                         for name, rng in rngs.items()}
+    if arrays:
+        state["arrays"] = {str(name): np.asarray(value) for name, value in arrays.items()}
+    document, data = tree.encode(state)
+    return files.write(folder, document, data)
+
+
+def load(folder: Any, *, envs: Any = None, memory: Any = None,
+         rngs: Optional[Mapping[str, np.random.Generator]] = None) -> Dict[str, np.ndarray]:
+    """Put the checkpoint in ``folder`` back into the objects given (each made as the saved
+    one was: the same games and options, the same memory shape) and return its arrays.
+
+    Every file is read and checked first (:class:`CheckpointError` naming a damaged, truncated
+    or foreign one); then what was asked for but not saved is refused (``ValueError``); then
+    the memory and the envs take their states, each checked whole before it changes, and the
+    generators theirs."""
+    document, data = files.read(folder)
+    try:
+        state = tree.decode(document, data)
+    except (TypeError, ValueError, KeyError) as error:
+        raise CheckpointError(f"{folder}: a damaged checkpoint document ({error!r})") from None
+    asked = {"envs": envs, "memory": memory, "rngs": rngs}
+    missing = [name for name, given in asked.items() if given is not None and name not in state]
+    if missing:
+        raise ValueError(f"{folder}: the checkpoint holds no {', '.join(missing)} "
+                         f"(it holds {', '.join(sorted(state)) or 'nothing'})")
+    if rngs is not None:
+        saved = state["rngs"]
+        if set(rngs) != set(saved):
+            raise ValueError(f"{folder}: generators {sorted(saved)} saved, "
+                             f"{sorted(rngs)} given")
+        for name, rng in rngs.items():  # each state checked on a spare generator first
+            type(_generator(name, rng).bit_generator)().state = saved[name]
+    if memory is not None:
+        memory.load_state_dict(state["memory"])
+    if envs is not None:
+        envs.load_state_dict(state["envs"])
+    if rngs is not None:
+        for name, rng in rngs.items():
+            rng.bit_generator.state = state["rngs"][name]
+    return dict(state.get("arrays", {}))
+
+
+def _generator(name: str, rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rngs[{name!r}] must be a numpy Generator, got {type(rng).__name__}")
+    return rng
+
+
+def _state_dict(memory: Any) -> Dict[str, Any]:
+    if not callable(getattr(memory, "state_dict", None)):
+        raise TypeError(f"memory must be a fastatari replay memory (with state_dict()), got "
+                        f"{type(memory).__name__}")
+    return memory.state_dict()

@@ -1,0 +1,271 @@
+"""A checkpoint folder: a JSON manifest and raw array files, written incrementally and
+atomically, read back checked. Nothing in it is code.
+
+::
+
+    folder/
+      manifest.json    format and version, the state's document (:mod:`.tree`), each array's
+                       dtype, shape and files, each file's size and BLAKE2b checksum
+      data/            the arrays' bytes (C order): one file per array, named by its checksum;
+                       a frame store's frames in pieces of at most one chunk, named by where
+                       their frames come from (its lineage token) and their serials
+
+**Incremental.** A file the previous manifest already lists is not written again: an array
+whose checksum is unchanged, and a piece of frames with the same token and serials (a serial's
+frame never changes within a lineage: ``FrameStore.lineage``), which is not even read. So a save
+after the first writes the arrays that changed and the frames added since (and the chunk at each
+end), not the whole memory.
+
+**Atomic.** New files are written under temporary names, flushed to disk and renamed; then the
+manifest is, in one rename; only then are the files no manifest lists removed. A process killed
+at any point leaves the previous manifest and every file it lists in place.
+
+**Checked.** A load reads the manifest, then every file, each against its size and checksum,
+before it returns anything: a damaged, truncated or foreign checkpoint raises
+:class:`CheckpointError` naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from fastatari.replay._core import CHUNK
+
+__all__ = ["FORMAT", "MANIFEST", "VERSION", "CheckpointError", "read", "write"]
+
+FORMAT = "fastatari-checkpoint"
+VERSION = 1
+MANIFEST = "manifest.json"
+DATA = "data"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded: damaged, truncated, foreign or of another version
+    (the message names the file)."""
+
+
+def _checksum(data: Any) -> str:
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+def _frame_stores(document: Any) -> Dict[str, Tuple[int, str]]:
+    """The frames arrays of the frame store states in ``document``: their key, with the
+    store's first serial and the key of its lineage array."""
+    found: Dict[str, Tuple[int, str]] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            # a store's keys, or a memory's flat ones ("frames.frames", "frames.lineage", ...)
+            for key in value:
+                if not key.endswith("frames"):
+                    continue
+                prefix = key[:-len("frames")]
+                frames, lineage = value[key], value.get(prefix + "lineage")
+                first = value.get(prefix + "first_serial")
+                if (isinstance(frames, dict) and "$array" in frames and isinstance(lineage, dict)
+                        and "$array" in lineage and isinstance(first, int)):
+                    found[frames["$array"]] = (first, lineage["$array"])
+            for item in value.values():
+                walk(item)
+
+    walk(document)
+    return found
+
+
+def _pieces(first: int, count: int, lineage: np.ndarray) -> List[Tuple[int, int, int]]:
+    """``(token, lo, hi)``: serials ``[first, first + count)`` cut at every chunk's start and
+    wherever the lineage's token changes."""
+    cuts = {first, first + count}
+    cuts.update(range((first // CHUNK + 1) * CHUNK, first + count, CHUNK))
+    cuts.update(int(start) for _, start in lineage.tolist() if first < start < first + count)
+    bounds = sorted(cuts)
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        row = int(np.searchsorted(lineage[:, 1], lo, side="right")) - 1
+        pieces.append((int(lineage[row, 0]), lo, hi))
+    return pieces
+
+
+class _Writer:
+    """Writes the files of one save into ``folder/data``, each under a temporary name first."""
+
+    def __init__(self, folder: Path, old_files: Dict[str, Dict[str, Any]]) -> None:
+        self.folder, self.old_files = folder, old_files
+        self.files: Dict[str, Dict[str, Any]] = {}
+        self.written = 0  # bytes
+
+    def keep(self, name: str) -> bool:
+        """Whether ``name`` is in the previous checkpoint (listed, and there): reused."""
+        entry = self.old_files.get(name)
+        path = self.folder / name
+        if entry is None or not path.is_file() or path.stat().st_size != entry["bytes"]:
+            return False
+        self.files[name] = entry
+        return True
+
+    def put(self, name: str, data: memoryview, checksum: Optional[str] = None) -> None:
+        checksum = checksum or _checksum(data)
+        if name in self.files or self.keep(name) and self.files[name]["blake2b"] == checksum:
+            return
+        path = self.folder / name
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+        self.files[name] = {"bytes": data.nbytes, "blake2b": checksum}
+        self.written += data.nbytes
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    """The bytes of ``array`` in C order (its own memory where it is C-contiguous)."""
+    if not array.nbytes:
+        return memoryview(b"")
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
+
+
+def write(folder: Any, document: Any, arrays: Dict[str, np.ndarray]) -> Dict[str, int]:
+    """Save ``document`` and ``arrays`` (:func:`fastatari.checkpoint.tree.encode`'s) into
+    ``folder`` (made if needed), over the checkpoint there, if any. Returns what it wrote:
+    ``{"bytes": ..., "files": ...}``."""
+    folder = Path(folder)
+    (folder / DATA).mkdir(parents=True, exist_ok=True)
+    try:
+        old_files = _manifest(folder)["files"]
+    except (CheckpointError, FileNotFoundError):
+        old_files = {}  # nothing to reuse (a damaged one is overwritten whole)
+    writer = _Writer(folder, old_files)
+    stores = _frame_stores(document)
+    entries: Dict[str, Any] = {}
+    for key, array in arrays.items():
+        entry: Dict[str, Any] = {"dtype": array.dtype.str, "shape": list(array.shape)}
+        if key in stores and array.ndim == 2:
+            first, lineage_key = stores[key]
+            lineage = arrays[lineage_key]
+            entry["pieces"] = []
+            for token, lo, hi in _pieces(first, len(array), lineage):
+                name = f"{DATA}/frames-{token & (2 ** 64 - 1):016x}-{lo}-{hi}.bin"
+                if not writer.keep(name):  # (a kept piece is not even read)
+                    writer.put(name, _bytes_of(array[lo - first:hi - first]))
+                entry["pieces"].append({"file": name, "serials": [lo, hi]})
+        else:
+            data = _bytes_of(array)
+            checksum = _checksum(data)
+            name = f"{DATA}/{checksum}.bin"
+            writer.put(name, data, checksum)
+            entry["file"] = name
+        entries[key] = entry
+    manifest = {"format": FORMAT, "version": VERSION, "document": document,
+                "arrays": entries, "files": writer.files}
+    text = json.dumps(manifest, indent=1, allow_nan=False).encode()
+    temporary = folder / (MANIFEST + ".tmp")
+    with open(temporary, "wb") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, folder / MANIFEST)  # the commit
+    _sync_folder(folder)
+    for path in (folder / DATA).iterdir():  # what no manifest lists any more
+        if f"{DATA}/{path.name}" not in writer.files:
+            path.unlink()
+    return {"bytes": writer.written + len(text), "files": len(writer.files) + 1}
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the renames in ``folder`` durable (where the system can)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # (Windows opens no folder)
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _manifest(folder: Path) -> Dict[str, Any]:
+    path = folder / MANIFEST
+    try:
+        manifest = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"{path}: not a fastatari checkpoint manifest ({error})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a fastatari checkpoint manifest")
+    if manifest.get("version") != VERSION:
+        raise CheckpointError(f"{path}: checkpoint version {manifest.get('version')!r}, this "
+                              f"fastatari reads version {VERSION}")
+    for key in ("document", "arrays", "files"):
+        if key not in manifest:
+            raise CheckpointError(f"{path}: the manifest lacks {key!r}")
+    return manifest
+
+
+def read(folder: Any) -> Tuple[Any, Dict[str, np.ndarray]]:
+    """The document and arrays of the checkpoint in ``folder``, every file checked first
+    (:class:`CheckpointError` naming the one that is not as the manifest says;
+    ``FileNotFoundError`` when there is no checkpoint)."""
+    folder = Path(folder)
+    manifest = _manifest(folder)
+    files = manifest["files"]
+    arrays: Dict[str, np.ndarray] = {}
+    try:
+        for key, entry in manifest["arrays"].items():
+            dtype = np.dtype(entry["dtype"])
+            if dtype.hasobject:
+                raise CheckpointError(f"{folder / MANIFEST}: array {key!r} of objects")
+            array = np.empty(entry["shape"], dtype)
+            flat = _bytes_of(array)
+            pieces = (entry["pieces"] if "pieces" in entry
+                      else [{"file": entry["file"], "serials": None}])
+            start = 0
+            row = array.nbytes // len(array) if array.ndim and len(array) else 0
+            for piece in pieces:
+                lo_hi = piece["serials"]
+                size = (lo_hi[1] - lo_hi[0]) * row if lo_hi is not None else array.nbytes
+                _read_file(folder, piece["file"], files, flat[start:start + size])
+                start += size
+            if start != array.nbytes:
+                raise CheckpointError(f"{folder / MANIFEST}: the files of {key!r} hold "
+                                      f"{start} bytes, its shape {array.nbytes}")
+            arrays[key] = array
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        if isinstance(error, CheckpointError):
+            raise
+        raise CheckpointError(f"{folder / MANIFEST}: a damaged manifest ({error!r})") from None
+    return manifest["document"], arrays
+
+
+def _read_file(folder: Path, name: str, files: Dict[str, Any], out: memoryview) -> None:
+    """Read the file ``name`` into ``out``, checking it against the manifest's ``files``."""
+    path = folder / name
+    entry = files.get(name)
+    if entry is None or os.path.dirname(name) != DATA or ".." in name:
+        raise CheckpointError(f"{path}: not a file of this checkpoint's manifest")
+    if entry["bytes"] != out.nbytes:
+        raise CheckpointError(f"{path}: the manifest says {entry['bytes']} bytes where its "
+                              f"array needs {out.nbytes}")
+    try:
+        with open(path, "rb") as f:
+            got = f.readinto(out)
+            extra = f.read(1)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing") from None
+    if got != out.nbytes or extra:
+        raise CheckpointError(f"{path}: truncated or grown ({got} bytes read, "
+                              f"{out.nbytes} expected)")
+    if _checksum(out) != entry["blake2b"]:
+        raise CheckpointError(f"{path}: damaged (its checksum is not the manifest's)")
