@@ -114,8 +114,15 @@ def test_what_was_not_saved_is_refused(tmp_path):
     checkpoint.save(tmp_path, rngs={"a": np.random.default_rng(0)})
     with pytest.raises(ValueError, match=r"generators \['a'\] saved"):
         checkpoint.load(tmp_path, rngs={"b": np.random.default_rng(0)})
-    with pytest.raises(TypeError, match="numpy Generator"):
-        checkpoint.save(tmp_path, rngs={"a": np.random.RandomState(0)})
+    with pytest.raises(TypeError, match="numpy Generator, a RandomState or np.random"):
+        checkpoint.save(tmp_path, rngs={"a": np.random.SeedSequence(0)})
+    np.random.seed(4)
+    checkpoint.save(tmp_path, rngs={"global": np.random, "legacy": np.random.RandomState(2)})
+    want = np.random.random(3)
+    legacy = np.random.RandomState(0)
+    checkpoint.load(tmp_path, rngs={"global": np.random, "legacy": legacy})
+    np.testing.assert_array_equal(np.random.random(3), want)
+    np.testing.assert_array_equal(legacy.random(3), np.random.RandomState(2).random(3))
     with pytest.raises(FileNotFoundError):
         checkpoint.load(tmp_path / "none", memory=memory)
 

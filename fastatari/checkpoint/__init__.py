@@ -37,11 +37,12 @@ __all__ = ["CheckpointError", "load", "save"]
 
 
 def save(folder: Any, *, envs: Any = None, memory: Any = None,
-         rngs: Optional[Mapping[str, np.random.Generator]] = None,
+         rngs: Optional[Mapping[str, Any]] = None,
          arrays: Optional[Mapping[str, Any]] = None) -> Dict[str, int]:
     """Write a checkpoint of what is given into ``folder`` (made if needed), over the one
     there: ``envs`` (a vector env, idle), ``memory`` (a replay memory), ``rngs`` (NumPy
-    ``Generator`` objects by name) and ``arrays`` (NumPy arrays or numbers by name). Returns
+    ``Generator`` or ``RandomState`` objects by name, or ``np.random`` for its global one) and
+    ``arrays`` (NumPy arrays, numbers, or nested dicts and lists of them, by name). Returns
     the bytes and files written. Nothing is changed in the objects."""
     state: Dict[str, Any] = {}
     if envs is not None:
@@ -49,16 +50,15 @@ def save(folder: Any, *, envs: Any = None, memory: Any = None,
     if memory is not None:
         state["memory"] = _state_dict(memory)
     if rngs:
-        state["rngs"] = {name: _generator(name, rng).bit_generator.state
-                         for name, rng in rngs.items()}
+        state["rngs"] = {name: _get_state(name, rng) for name, rng in rngs.items()}
     if arrays:
-        state["arrays"] = {str(name): np.asarray(value) for name, value in arrays.items()}
+        state["arrays"] = {str(name): value for name, value in arrays.items()}
     document, data = tree.encode(state)
     return files.write(folder, document, data)
 
 
 def load(folder: Any, *, envs: Any = None, memory: Any = None,
-         rngs: Optional[Mapping[str, np.random.Generator]] = None) -> Dict[str, np.ndarray]:
+         rngs: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Put the checkpoint in ``folder`` back into the objects given (each made as the saved
     one was: the same games and options, the same memory shape) and return its arrays.
 
@@ -82,21 +82,44 @@ def load(folder: Any, *, envs: Any = None, memory: Any = None,
             raise ValueError(f"{folder}: generators {sorted(saved)} saved, "
                              f"{sorted(rngs)} given")
         for name, rng in rngs.items():  # each state checked on a spare generator first
-            type(_generator(name, rng).bit_generator)().state = saved[name]
+            _set_state(name, _spare(name, rng), saved[name])
     if memory is not None:
         memory.load_state_dict(state["memory"])
     if envs is not None:
         envs.load_state_dict(state["envs"])
     if rngs is not None:
         for name, rng in rngs.items():
-            rng.bit_generator.state = state["rngs"][name]
+            _set_state(name, rng, state["rngs"][name])
     return dict(state.get("arrays", {}))
 
 
-def _generator(name: str, rng: Any) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rngs[{name!r}] must be a numpy Generator, got {type(rng).__name__}")
-    return rng
+def _get_state(name: str, rng: Any) -> Any:
+    """The state of a ``Generator``, a ``RandomState``, or ``np.random`` itself (its global
+    legacy generator, which CleanRL-style code draws from)."""
+    if isinstance(rng, np.random.Generator):
+        return rng.bit_generator.state
+    if isinstance(rng, np.random.RandomState) or rng is np.random:
+        return rng.get_state(legacy=False)
+    raise TypeError(f"rngs[{name!r}] must be a numpy Generator, a RandomState or np.random, "
+                    f"got {type(rng).__name__}")
+
+
+def _spare(name: str, rng: Any) -> Any:
+    """A fresh generator of ``rng``'s kind, to try a state on."""
+    _get_state(name, rng)  # (its kind checked)
+    if isinstance(rng, np.random.Generator):
+        return np.random.Generator(type(rng.bit_generator)())
+    return np.random.RandomState()
+
+
+def _set_state(name: str, rng: Any, state: Any) -> None:
+    try:
+        if isinstance(rng, np.random.Generator):
+            rng.bit_generator.state = state
+        else:
+            rng.set_state(state)
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"the saved state of rngs[{name!r}] does not fit it: {error}") from None
 
 
 def _state_dict(memory: Any) -> Dict[str, Any]:
