@@ -126,4 +126,4 @@ def _state_dict(memory: Any) -> Dict[str, Any]:
     if not callable(getattr(memory, "state_dict", None)):
         raise TypeError(f"memory must be a fastatari replay memory (with state_dict()), got "
                         f"{type(memory).__name__}")
-    return memory.state_dict()
+    return memory.state_dict(pieces=True)  # its frames as views: written, never copied

@@ -54,9 +54,10 @@ def _checksum(data: Any) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
-def _frame_stores(document: Any) -> Dict[str, Tuple[int, str]]:
-    """The frames arrays of the frame store states in ``document``: their key, with the
-    store's first serial and the key of its lineage array."""
+def _frame_stores(document: Any, arrays: Dict[str, np.ndarray]) -> Dict[str, Tuple[int, str]]:
+    """The frames arrays of the frame store states in ``document``: each one's key, with the
+    serial of its first row and the key of its store's lineage array (the frames are one
+    array, or a tuple of pieces in serial order: ``FrameStore.state_dict(pieces=True)``)."""
     found: Dict[str, Tuple[int, str]] = {}
 
     def walk(value: Any) -> None:
@@ -71,9 +72,15 @@ def _frame_stores(document: Any) -> Dict[str, Tuple[int, str]]:
                 prefix = key[:-len("frames")]
                 frames, lineage = value[key], value.get(prefix + "lineage")
                 first = value.get(prefix + "first_serial")
-                if (isinstance(frames, dict) and "$array" in frames and isinstance(lineage, dict)
-                        and "$array" in lineage and isinstance(first, int)):
-                    found[frames["$array"]] = (first, lineage["$array"])
+                if not (isinstance(lineage, dict) and "$array" in lineage
+                        and isinstance(first, int) and isinstance(frames, dict)):
+                    continue
+                parts = frames.get("$tuple", [frames])
+                if not all(isinstance(part, dict) and "$array" in part for part in parts):
+                    continue
+                for part in parts:
+                    found[part["$array"]] = (first, lineage["$array"])
+                    first += len(arrays[part["$array"]])
             for item in value.values():
                 walk(item)
 
@@ -145,7 +152,7 @@ def write(folder: Any, document: Any, arrays: Dict[str, np.ndarray]) -> Dict[str
     except (CheckpointError, FileNotFoundError):
         old_files = {}  # nothing to reuse (a damaged one is overwritten whole)
     writer = _Writer(folder, old_files)
-    stores = _frame_stores(document)
+    stores = _frame_stores(document, arrays)
     entries: Dict[str, Any] = {}
     for key, array in arrays.items():
         entry: Dict[str, Any] = {"dtype": array.dtype.str, "shape": list(array.shape)}

@@ -466,14 +466,27 @@ cdef class FrameStore:
         chunks = (len(self.chunks) + len(self.spares)) * CHUNK * self.frame_bytes
         return chunks + self.refs_array.nbytes + self.last_array.nbytes
 
-    def state_dict(self):
-        """Everything needed to rebuild this store exactly: arrays and numbers."""
+    def state_dict(self, bint pieces=False):
+        """Everything needed to rebuild this store exactly: arrays and numbers. ``frames``
+        holds the frames of serials ``first_serial`` onwards, one row each: one array, or with
+        ``pieces`` a tuple of read-only views of the chunks, in order (no copy: valid until the
+        store changes; what a checkpoint writes from)."""
         first = self.oldest_needed()
-        frames = np.empty((self.next_serial - first, self.frame_bytes), np.uint8)
-        for number, chunk in self.chunks.items():
+        parts = []
+        for number in sorted(self.chunks):
             lo, hi = max(first, number * CHUNK), min(self.next_serial, (number + 1) * CHUNK)
             if lo < hi:
-                frames[lo - first:hi - first] = chunk[lo - number * CHUNK:hi - number * CHUNK]
+                view = self.chunks[number][lo - number * CHUNK:hi - number * CHUNK]
+                if pieces:
+                    view = view.view()
+                    view.flags.writeable = False
+                parts.append(view)
+        if pieces:
+            frames = tuple(parts)
+        else:
+            frames = np.empty((self.next_serial - first, self.frame_bytes), np.uint8)
+            if parts:
+                np.concatenate(parts, out=frames)
         return {"refs": self.refs_array.copy(), "last": self.last_array.copy(),
                 "has_last": self.has_last_array.astype(bool), "pos": int(self.pos),
                 "full": bool(self.full), "first_serial": int(first), "frames": frames,
@@ -490,12 +503,16 @@ cdef class FrameStore:
         refs = state_array("refs", state["refs"], self.refs_array.shape, np.int64)
         last = state_array("last", state["last"], self.last_array.shape, np.int64)
         has_last = state_array("has_last", state["has_last"], (self.n_envs,), bool)
-        frames = np.asarray(state["frames"])
-        if frames.dtype != np.uint8:
-            raise TypeError(f"the state's frames must be uint8, got {frames.dtype}")
-        if frames.ndim != 2 or frames.shape[1] != self.frame_bytes:
-            raise ValueError(f"the state's frames must have the shape (frames, "
-                             f"{self.frame_bytes}), got {frames.shape}")
+        parts = state["frames"]
+        parts = tuple(parts) if isinstance(parts, (list, tuple)) else (parts,)
+        for part in parts:
+            part = np.asarray(part)
+            if part.dtype != np.uint8:
+                raise TypeError(f"the state's frames must be uint8, got {part.dtype}")
+            if part.ndim != 2 or part.shape[1] != self.frame_bytes:
+                raise ValueError(f"the state's frames must have the shape (frames, "
+                                 f"{self.frame_bytes}), got {part.shape}")
+        count = sum(len(part) for part in parts)
         pos = state_number("pos", state["pos"], "i")
         full = state_number("full", state["full"], "b")
         first = state_number("first_serial", state["first_serial"], "i")
@@ -503,7 +520,7 @@ cdef class FrameStore:
             raise ValueError(f"the state's pos must be in [0, {self.capacity}), got {pos}")
         if not 0 <= first < 2 ** 62:
             raise ValueError(f"the state's first_serial must be in [0, 2**62), got {first}")
-        end = first + len(frames)
+        end = first + count
         lineage = None
         if "lineage" in state:  # (states before it have none: their frames get a new token)
             lineage = np.asarray(state["lineage"])
@@ -520,7 +537,7 @@ cdef class FrameStore:
                 raise ValueError(f"the state's {name} refer to frames it does not hold "
                                  f"(serials [{first}, {end}) held, -1 the zero frame)")
         return {"refs": refs, "last": last, "has_last": has_last, "pos": pos, "full": full,
-                "first_serial": first, "frames": np.ascontiguousarray(frames),
+                "first_serial": first, "frames": tuple(np.asarray(part) for part in parts),
                 "lineage": lineage}
 
     def load_state_dict(self, state):
@@ -535,7 +552,7 @@ cdef class FrameStore:
         refs, last, has_last, frames = (state["refs"], state["last"], state["has_last"],
                                         state["frames"])
         pos, full, first = state["pos"], state["full"], state["first_serial"]
-        end = first + len(frames)
+        end = first + sum(len(part) for part in frames)
         self.reset()  # every chunk a spare, reused below
         self.refs_array[...] = refs
         self.last_array[...] = last
@@ -545,11 +562,17 @@ cdef class FrameStore:
         self.lineage = _lineage(state["lineage"], end)
         for slot in range(pos, pos + self.capacity) if full else range(pos):
             self._window_put(slot % self.capacity)
-        for number in range(first // CHUNK, (end - 1) // CHUNK + 1 if end > first else 0):
-            self._add_chunk(number)
-            lo, hi = max(first, number * CHUNK), min(end, (number + 1) * CHUNK)
-            self.chunks[number][lo - number * CHUNK:hi - number * CHUNK] = \
-                frames[lo - first:hi - first]
+        serial = first
+        for part in frames:  # in serial order, into chunks taken in order
+            done = 0
+            while done < len(part):
+                number, offset = serial // CHUNK, serial % CHUNK
+                if number not in self.chunks:
+                    self._add_chunk(number)
+                take = min(CHUNK - offset, len(part) - done)
+                self.chunks[number][offset:offset + take] = part[done:done + take]
+                serial += take
+                done += take
 
     def __reduce__(self):  # pickling (SB3's save_replay_buffer pickles the whole buffer)
         return (_rebuilt, (self.capacity, self.n_envs, self.obs_shape, self.stack, self.axis,

@@ -157,11 +157,14 @@ def state_keys(what: str, state: Any, keys: Sequence[str]) -> None:
         raise ValueError(f"{what} lacks {', '.join(map(repr, missing))}")
 
 
-def flat_state(store: Any, columns: Mapping[str, np.ndarray]) -> Dict[str, Any]:
+def flat_state(store: Any, columns: Mapping[str, np.ndarray], pieces: bool = False
+               ) -> Dict[str, Any]:
     """A memory's state as one flat dict of arrays and numbers: its frame store's under
-    ``"frames.<key>"``, then copies of its ``columns`` (``np.savez`` writes it as it is)."""
+    ``"frames.<key>"`` (``pieces``: its frames as views of its chunks,
+    ``FrameStore.state_dict``), then copies of its ``columns`` (``np.savez`` writes it as
+    it is)."""
     state: Dict[str, Any] = {f"frames.{key}": value
-                             for key, value in store.state_dict().items()}
+                             for key, value in store.state_dict(pieces).items()}
     state.update({name: array.copy() for name, array in columns.items()})
     return state
 

@@ -105,12 +105,13 @@ class ReplayMemory:
         return Batch(obs, self.actions[slots, envs], next_obs, self.rewards[slots, envs],
                      self.terminated[slots, envs], self.truncated[slots, envs], slots, envs)
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self, pieces: bool = False) -> Dict[str, Any]:
         """Everything to resume exactly, as a flat dict of NumPy arrays and numbers (the
         frame store's under ``"frames.<key>"``): ``np.savez(path, **memory.state_dict())``
         writes it and ``memory.load_state_dict(np.load(path))`` takes it back;
-        :mod:`fastatari.checkpoint` saves it incrementally."""
-        return flat_state(self.frames, self._columns())
+        :mod:`fastatari.checkpoint` saves it incrementally (``pieces``: the frames as views of
+        the store's chunks, no copy: ``FrameStore.state_dict``)."""
+        return flat_state(self.frames, self._columns(), pieces)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Take a :meth:`state_dict` of a memory of the same shape (a dict, or the archive

@@ -249,10 +249,11 @@ class PrioritizedReplayBuffer:
         return inside & (slots < sizes[envs])
 
     # -- checkpoints ---------------------------------------------------------------------------
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self, pieces: bool = False) -> Dict[str, Any]:
         """Everything to resume exactly, as NumPy arrays and numbers (``torch.save`` or
-        pickle writes it): the frames, the columns, the priorities, ``beta`` and each env's
-        pending n-step window."""
+        pickle writes it; :mod:`fastatari.checkpoint` saves it incrementally): the frames
+        (``pieces``: as views of the stores' chunks, ``FrameStore.state_dict``), the columns,
+        the priorities, ``beta`` and each env's pending n-step window."""
         windows = []
         for window in self.windows:
             shape = (len(window), *self.obs_shape)
@@ -262,7 +263,7 @@ class PrioritizedReplayBuffer:
                 "reward": np.array([step.reward for step in window], np.float64),
                 "next_obs": np.array([step.next_obs for step in window], np.uint8).reshape(shape),
                 "terminated": np.array([step.terminated for step in window], bool)})
-        return {"stores": [store.state_dict() for store in self.stores],
+        return {"stores": [store.state_dict(pieces) for store in self.stores],
                 "actions": self.actions.copy(), "rewards": self.rewards.copy(),
                 "dones": self.dones.copy(), "discounts": self.discounts.copy(),
                 "priorities": self.tree.get(np.arange(self.capacity)),

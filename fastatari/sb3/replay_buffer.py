@@ -146,11 +146,12 @@ class ReplayBuffer(buffers.ReplayBuffer):
         super().reset()
         self.frames.reset()
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self, pieces: bool = False) -> Dict[str, Any]:
         """Everything to resume exactly, as a flat dict of NumPy arrays and numbers (the
         frame store's under ``"frames.<key>"``; ``pos`` and ``full`` are the store's), which
-        :mod:`fastatari.checkpoint` saves (incrementally) and ``np.savez`` writes."""
-        return flat_state(self.frames, self._columns())
+        :mod:`fastatari.checkpoint` saves (incrementally) and ``np.savez`` writes
+        (``pieces``: the frames as views of the store's chunks, no copy)."""
+        return flat_state(self.frames, self._columns(), pieces)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Take a :meth:`state_dict` of a buffer of the same shape, checked whole before

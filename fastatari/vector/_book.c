@@ -21,7 +21,7 @@
             "-g0"
         ],
         "include_dirs": [
-            "/tmp/pip-build-env-s33jlzm2/overlay/lib/python3.11/site-packages/numpy/_core/include"
+            "/tmp/pip-build-env-lqun7hmf/overlay/lib/python3.11/site-packages/numpy/_core/include"
         ],
         "name": "fastatari.vector._book",
         "sources": [

@@ -220,3 +220,26 @@ def test_a_refused_add_stores_nothing(i, bad, error, name):
     twin.add(OBS2, OBS2, *GOOD)
     assert buffer.size() == twin.size() == 4
     assert_same(buffer, twin)
+
+
+def test_a_checkpoint_round_trips_the_sb3_buffer(tmp_path):
+    """fastatari.checkpoint saves the SB3 drop-in (its state_dict: the frames once, SB3's
+    columns, pos and full) and loads it into a new one: the same samples, and it goes on
+    the same."""
+    from fastatari import checkpoint
+
+    kw = dict(device="cpu", n_envs=2, handle_timeout_termination=True)
+    ours, twin = (ReplayBuffer(500, SPACE, spaces.Discrete(6), **kw) for _ in range(2))
+    feeder = Feeder(2, 0, episode=20)
+    feeder.feed([ours, twin], 400)
+    checkpoint.save(tmp_path, memory=ours)
+    loaded = ReplayBuffer(500, SPACE, spaces.Discrete(6), **kw)
+    checkpoint.load(tmp_path, memory=loaded)
+    assert (loaded.pos, loaded.full) == (ours.pos, ours.full)
+    feeder.feed([loaded, twin], 30)
+    samples = []
+    for buffer in (loaded, twin):
+        np.random.seed(3)
+        samples.append(buffer.sample(64))
+    for a, b in zip(*samples, strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)
