@@ -57,6 +57,8 @@ def main() -> None:
         began = time.perf_counter()
         step = checkpoint.save(folder, memory=memory)
         step_s = time.perf_counter() - began
+        held = len(memory)
+        del memory  # a resumed process holds only the loaded one
         loaded = ReplayMemory(args.transitions, (4, 84, 84), args.envs)
         began = time.perf_counter()
         checkpoint.load(folder, memory=loaded)
@@ -65,7 +67,7 @@ def main() -> None:
         if args.folder is None:
             shutil.rmtree(folder)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(f"{len(memory):,} transitions, {args.envs} envs: {on_disk / len(memory):,.0f} bytes "
+    print(f"{held:,} transitions, {args.envs} envs: {on_disk / held:,.0f} bytes "
           f"on disk per transition; full save {full_s:.2f} s ({full['bytes'] / 1e9:.2f} GB); "
           f"save after {args.new:,} new: {step_s:.2f} s ({step['bytes'] / 1e6:.0f} MB); "
           f"load {load_s:.2f} s; peak resident {peak:.1f} GB")
