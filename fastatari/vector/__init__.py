@@ -1,7 +1,8 @@
 """N Atari games run in parallel behind one gymnasium VectorEnv.
 
 The submodules, from the API down: ``env`` (:class:`AtariVectorEnv`: gymnasium's contract),
-``snapshots`` (clone, restore, checkpoints), ``book`` (the per-env bookkeeping), ``plan``
+``snapshots`` (clone, restore, checkpoints), ``_step`` and ``_book`` (the step, compiled, and
+the per-env bookkeeping it reads), ``plan``
 (:func:`plan_vec`: games, options, actions and memory, checked before anything starts),
 ``config`` (the vector keywords, declared once), ``calls`` (the call order, one caller at a
 time), ``resets`` (autoreset names, reset masks), ``spaces`` (the batched observation space),
