@@ -234,10 +234,16 @@ def read(folder: Any) -> Tuple[Any, Dict[str, np.ndarray]]:
             dtype = np.dtype(entry["dtype"])
             if dtype.hasobject:
                 raise CheckpointError(f"{folder / MANIFEST}: array {key!r} of objects")
-            array = np.empty(entry["shape"], dtype)
-            flat = _bytes_of(array)
             pieces = (entry["pieces"] if "pieces" in entry
                       else [{"file": entry["file"], "serials": None}])
+            shape = tuple(entry["shape"])
+            if "pieces" in entry and len(pieces) == 1:  # frames: mapped, never held twice
+                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                path = _check_file(folder, pieces[0]["file"], files, nbytes)
+                arrays[key] = np.memmap(path, dtype, "r", shape=shape)
+                continue
+            array = np.empty(shape, dtype)
+            flat = _bytes_of(array)
             start = 0
             row = array.nbytes // len(array) if array.ndim and len(array) else 0
             for piece in pieces:
@@ -256,15 +262,42 @@ def read(folder: Any) -> Tuple[Any, Dict[str, np.ndarray]]:
     return manifest["document"], arrays
 
 
+def _listed(folder: Path, name: str, files: Dict[str, Any], nbytes: int) -> Dict[str, Any]:
+    """The manifest's entry of the file ``name`` (in ``data/``, of ``nbytes`` bytes)."""
+    entry = files.get(name)
+    if entry is None or os.path.dirname(name) != DATA or ".." in name:
+        raise CheckpointError(f"{folder / name}: not a file of this checkpoint's manifest")
+    if entry["bytes"] != nbytes:
+        raise CheckpointError(f"{folder / name}: the manifest says {entry['bytes']} bytes "
+                              f"where its array needs {nbytes}")
+    return entry
+
+
+def _check_file(folder: Path, name: str, files: Dict[str, Any], nbytes: int) -> Path:
+    """Check the file ``name`` against the manifest's ``files``, reading it in blocks (for a
+    memory map of it)."""
+    path = folder / name
+    entry = _listed(folder, name, files, nbytes)
+    digest, block = hashlib.blake2b(digest_size=20), bytearray(1 << 24)
+    got = 0
+    try:
+        with open(path, "rb") as f:
+            while count := f.readinto(block):
+                digest.update(memoryview(block)[:count])
+                got += count
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing") from None
+    if got != nbytes:
+        raise CheckpointError(f"{path}: truncated or grown ({got} bytes, {nbytes} expected)")
+    if digest.hexdigest() != entry["blake2b"]:
+        raise CheckpointError(f"{path}: damaged (its checksum is not the manifest's)")
+    return path
+
+
 def _read_file(folder: Path, name: str, files: Dict[str, Any], out: memoryview) -> None:
     """Read the file ``name`` into ``out``, checking it against the manifest's ``files``."""
     path = folder / name
-    entry = files.get(name)
-    if entry is None or os.path.dirname(name) != DATA or ".." in name:
-        raise CheckpointError(f"{path}: not a file of this checkpoint's manifest")
-    if entry["bytes"] != out.nbytes:
-        raise CheckpointError(f"{path}: the manifest says {entry['bytes']} bytes where its "
-                              f"array needs {out.nbytes}")
+    entry = _listed(folder, name, files, out.nbytes)
     try:
         with open(path, "rb") as f:
             got = f.readinto(out)
