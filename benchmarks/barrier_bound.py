@@ -26,7 +26,7 @@ import numpy as np
 
 from fastatari.bench.harness import bare_loop
 from fastatari.core.game import AtariGame
-from fastatari.vector.assignment import assign_workers, make_lineup
+from fastatari.vector.assignment import assign_workers, make_assignment
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
     else:
         names = tuple(args.game.split(","))
     roms = [names[i % len(names)] for i in range(args.envs)]
-    assignment, options = make_lineup(roms if len(names) > 1 else roms[0], args.envs,
+    assignment, options = make_assignment(roms if len(names) > 1 else roms[0], args.envs,
                                   {"repeat_action_probability": 0.0,
                                    "full_action_space": len(names) > 1})
     games = [AtariGame(rom, options, seed=i) for i, rom in enumerate(assignment.games)]

@@ -264,9 +264,9 @@ def assignment_bound(games: Sequence[str], num_workers: int, balance: bool,
     """Mean worker load ÷ the largest, loads from ``us`` (µs per agent step of each game), for
     the assignment ``make_vec`` makes; balanced by ``table`` (default the shipped one; ``us``
     itself: what a table true to this machine would give)."""
-    from fastatari.vector.assignment import assign_workers, make_lineup
+    from fastatari.vector.assignment import assign_workers, make_assignment
 
-    assignment, _ = make_lineup(list(games), len(games), {"full_action_space": True})
+    assignment, _ = make_assignment(list(games), len(games), {"full_action_space": True})
     blocks = assign_workers(assignment, num_workers, balance=balance, costs=table)
     loads = np.array([sum(us[games[i]] for i in block) for block in blocks])
     return float(loads.mean() / loads.max())

@@ -140,16 +140,19 @@ def launch(memory: Handle, name: str, wake_fd: int = -1) -> WorkerProcess:
 
 
 def worker_path() -> List[str]:
-    """A worker's ``sys.path``: the trainer's without the working directory (its "" entry,
-    which ``python -c``, ``-m`` and a notebook put first, or the folder itself), so a json.py
-    or numpy.py in the folder a job starts from never runs in a worker; the folder fastatari
-    was imported from stays (last: a clone run from its root)."""
+    """A worker's ``sys.path``: the trainer's, with the working directory (its "" entry, which
+    ``python -c`` and a notebook put first, or the folder itself, as ``python -m`` does) moved
+    last: a json.py or numpy.py in the folder a job starts from never shadows the standard
+    library or an installed package in a worker, while a project's own modules there (a game
+    factory) are still found. Where fastatari itself was imported from the working directory
+    (a clone run from its root), it stays where it is, so both import the same fastatari."""
     here = os.path.realpath(os.getcwd())
-    path = [entry for entry in sys.path if entry and os.path.realpath(entry) != here]
     # the folder that holds the fastatari package (this file: fastatari/vector/launch.py)
     home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-    if home not in map(os.path.realpath, path):
-        path.append(home)
+    path = [entry or here for entry in sys.path
+            if os.path.realpath(entry or here) != here or here == home]
+    if len(path) < len(sys.path):
+        path.append(here)
     return path
 
 

@@ -124,8 +124,8 @@ def test_workers_import_nothing_from_the_working_directory(tmp_path):
                     "directory: multiprocessing's own imports find a planted one first")
 def test_a_planted_module_under_python_dash_c_runs_in_the_trainer_only(tmp_path):
     """``python -c`` puts the working directory ("") first on the trainer's sys.path, as
-    Python does; a worker's path leaves it out, so a json.py planted there runs in the trainer
-    (Python's rule) and in no worker."""
+    Python does; a worker's path moves it last, so a json.py planted there runs in the trainer
+    (Python's rule) and in no worker (the standard library's comes first)."""
     marker = tmp_path / "planted-ran.txt"
     (tmp_path / "json.py").write_text(
         "import os\n"
@@ -143,6 +143,24 @@ def test_a_planted_module_under_python_dash_c_runs_in_the_trainer_only(tmp_path)
     assert result.returncode == 0, result.stderr
     trainer, *workers = result.stdout.split()
     assert marker.read_text().split() == [trainer]  # the trainer's, once; no worker's
+
+
+@pytest.mark.skipif(HOST.spawn, reason="a spawn child starts as `python -c` in the working "
+                    "directory: multiprocessing's own imports find a planted one first")
+def test_a_game_factory_in_the_working_directory_is_found_by_the_workers(tmp_path):
+    """The working directory is last on a worker's path, not gone: a project's own module
+    there (a game factory) still loads in the workers."""
+    (tmp_path / "project_games.py").write_text(
+        "from fastatari.core.game import AtariGame\n\n\nclass Game(AtariGame):\n    pass\n")
+    code = ("import numpy as np; from fastatari.vector import AtariVectorEnv, plan_vec; "
+            "from fastatari.vector.pool import WorkerPool; "
+            "plan = plan_vec('breakout', 2, num_workers=2); "
+            "e = AtariVectorEnv(plan, WorkerPool(plan, 'project_games:Game')); e.reset(seed=0); "
+            "e.step(np.zeros(2, np.int64)); e.close(); print('OK')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=tmp_path, env=same_fastatari(), timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "OK"
 
 
 def test_python_dash_c_works(tmp_path):
