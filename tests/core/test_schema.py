@@ -116,8 +116,8 @@ def test_atari_env_step_info_keys_are_the_schema_info_fields(clip_rewards, episo
 @pytest.mark.rl
 def test_sb3_per_env_keys_come_from_the_schema():
     pytest.importorskip("stable_baselines3")
-    from fastatari import sb3
+    from fastatari.sb3 import vec_env
 
-    assert sb3._PER_ENV_KEYS[:len(INFO_FIELDS)] == tuple(f.name for f in INFO_FIELDS)
-    assert set(sb3._PER_ENV_KEYS) - {f.name for f in INFO_FIELDS} == {"worker_restarted",
-                                                                      "game_index"}
+    assert vec_env._PER_ENV_KEYS[:len(INFO_FIELDS)] == tuple(f.name for f in INFO_FIELDS)
+    assert set(vec_env._PER_ENV_KEYS) - {f.name for f in INFO_FIELDS} == {"worker_restarted",
+                                                                          "game_index"}
