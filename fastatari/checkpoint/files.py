@@ -120,9 +120,11 @@ class _Writer:
         return True
 
     def put(self, name: str, data: memoryview, checksum: Optional[str] = None) -> None:
-        checksum = checksum or _checksum(data)
-        if name in self.files or self.keep(name) and self.files[name]["blake2b"] == checksum:
+        # (a listed file is not written again: an array's name is its checksum, and a piece
+        # of frames is put only once keep() has not found it)
+        if name in self.files or self.keep(name):
             return
+        checksum = checksum or _checksum(data)
         path = self.folder / name
         temporary = path.with_name(path.name + ".tmp")
         with open(temporary, "wb") as f:

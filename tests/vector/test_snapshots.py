@@ -212,6 +212,16 @@ def test_a_multi_game_pool_restores_each_game_into_its_own_kind():
         single.close()
 
 
+def assert_single_envs_agree(env, twin) -> None:
+    """``env`` (after a refused restore) goes on as ``twin``, step for step; both closed."""
+    for action in np.random.default_rng(7).integers(0, 4, 30).tolist():
+        ours, theirs = env.step(action), twin.step(action)
+        np.testing.assert_array_equal(ours[0], theirs[0])
+        assert ours[1:4] == theirs[1:4]
+    env.close()
+    twin.close()
+
+
 def bad_snapshots(snap: EnvSnapshot):
     emulator = bytearray(snap.state.emulator)
     emulator[100] ^= 0xFF
@@ -269,12 +279,7 @@ def test_bad_snapshots_are_refused_with_every_env_intact(case):
         e.step(1)
     with pytest.raises(ValueError, match=match):
         env.restore(bad)
-    for action in np.random.default_rng(7).integers(0, 4, 30).tolist():
-        ours, theirs = env.step(action), twin_env.step(action)
-        np.testing.assert_array_equal(ours[0], theirs[0])
-        assert ours[1:4] == theirs[1:4]
-    env.close()
-    twin_env.close()
+    assert_single_envs_agree(env, twin_env)
 
 
 def test_an_emulator_state_ale_cannot_load_is_refused_and_the_env_intact():
@@ -293,12 +298,7 @@ def test_an_emulator_state_ale_cannot_load_is_refused_and_the_env_intact():
         snap.state, emulator=snap.state.emulator.replace(b"M6532", b"X6532")), digest=b"")
     with pytest.raises(ValueError, match="not one ALE can load"):
         env.restore(forged)
-    for action in np.random.default_rng(7).integers(0, 4, 30).tolist():
-        ours, theirs = env.step(action), twin.step(action)
-        np.testing.assert_array_equal(ours[0], theirs[0])
-        assert ours[1:4] == theirs[1:4]
-    env.close()
-    twin.close()
+    assert_single_envs_agree(env, twin)
 
 
 FAULTY_GAMES = """
