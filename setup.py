@@ -47,8 +47,10 @@ extensions = [
     ),
     Extension(
         "fastatari.replay._core",
-        sources=["fastatari/replay/_core.pyx", "fastatari/replay/csrc/fa_replay.c"],
-        depends=["fastatari/replay/csrc/fa_replay.h", "fastatari/replay/fa_replay.pxd"],
+        sources=["fastatari/replay/_core.pyx", "fastatari/replay/csrc/fa_replay.c",
+                 "fastatari/replay/csrc/fa_map.c"],
+        depends=["fastatari/replay/csrc/fa_replay.h", "fastatari/replay/csrc/fa_map.h",
+                 "fastatari/replay/fa_replay.pxd"],
         include_dirs=["fastatari/replay/csrc", np.get_include()],
         **common,
     ),

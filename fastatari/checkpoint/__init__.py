@@ -33,7 +33,7 @@ import numpy as np
 from fastatari.checkpoint import files, tree
 from fastatari.checkpoint.files import CheckpointError
 
-__all__ = ["CheckpointError", "load", "save"]
+__all__ = ["CheckpointError", "load", "memory_args", "save"]
 
 
 def save(folder: Any, *, envs: Any = None, memory: Any = None,
@@ -49,6 +49,8 @@ def save(folder: Any, *, envs: Any = None, memory: Any = None,
         state["envs"] = envs.state_dict()
     if memory is not None:
         state["memory"] = _state_dict(memory)
+        if callable(getattr(memory, "init_args", None)):  # what ``open`` remakes it from
+            state["memory_args"] = {"class": type(memory).__name__, **memory.init_args()}
     if rngs:
         state["rngs"] = {name: _get_state(name, rng) for name, rng in rngs.items()}
     if arrays:
@@ -91,6 +93,21 @@ def load(folder: Any, *, envs: Any = None, memory: Any = None,
         for name, rng in rngs.items():
             _set_state(name, rng, state["rngs"][name])
     return dict(state.get("arrays", {}))
+
+
+def memory_args(folder: Any, kind: str) -> Dict[str, Any]:
+    """The arguments the memory saved in ``folder`` was made with (a replay memory's
+    ``init_args``), checked to be those of a ``kind`` (its class's name); only the manifest is
+    read. :class:`CheckpointError` when there are none or they are another class's."""
+    document = files.manifest(folder)["document"]
+    args = document.get("memory_args") if isinstance(document, dict) else None
+    if not isinstance(args, dict) or "class" not in args:
+        raise CheckpointError(f"{folder}: the checkpoint holds no replay memory to open")
+    args = dict(tree.decode(args, {}))
+    if args.pop("class") != kind:
+        raise CheckpointError(f"{folder}: the checkpoint holds a {document['memory_args']['class']}"
+                              f", not a {kind}")
+    return args
 
 
 def _get_state(name: str, rng: Any) -> Any:

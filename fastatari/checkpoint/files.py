@@ -14,7 +14,9 @@ atomically, read back checked. Nothing in it is code.
 whose checksum is unchanged, and a piece of frames with the same token and serials (a serial's
 frame never changes within a lineage: ``FrameStore.lineage``), which is not even read. So a save
 after the first writes the arrays that changed and the frames added since (and the chunk at each
-end), not the whole memory.
+end), not the whole memory. A piece that is a whole chunk of a store on disk (``disk=``: a file
+the store never writes again) is a hard link to the store's file, not a copy, where the folder
+is on the same file system.
 
 **Atomic.** New files are written under temporary names, flushed to disk and renamed; then the
 manifest is, in one rename; only then are the files no manifest lists removed. A process killed
@@ -35,9 +37,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from fastatari.replay._core import CHUNK
+from fastatari.replay._core import CHUNK, map_array, mapping_of
 
-__all__ = ["FORMAT", "MANIFEST", "VERSION", "CheckpointError", "read", "write"]
+__all__ = ["FORMAT", "MANIFEST", "VERSION", "CheckpointError", "manifest", "read", "write"]
 
 FORMAT = "fastatari-checkpoint"
 VERSION = 1
@@ -108,7 +110,7 @@ class _Writer:
     def __init__(self, folder: Path, old_files: Dict[str, Dict[str, Any]]) -> None:
         self.folder, self.old_files = folder, old_files
         self.files: Dict[str, Dict[str, Any]] = {}
-        self.written = 0  # bytes
+        self.written = self.linked = 0  # bytes
 
     def keep(self, name: str) -> bool:
         """Whether ``name`` is in the previous checkpoint (listed, and there): reused."""
@@ -135,6 +137,32 @@ class _Writer:
         self.files[name] = {"bytes": data.nbytes, "blake2b": checksum}
         self.written += data.nbytes
 
+    def link(self, name: str, piece: np.ndarray) -> bool:
+        """List ``piece``, all of a file mapped by a frame store on disk (which never writes a
+        complete chunk again), as a hard link to that file; False where the file cannot be
+        linked (gone, another file system, none of them): the caller writes it."""
+        mapping = mapping_of(piece)
+        if mapping is None:
+            return False
+        path = self.folder / name
+        temporary = path.with_name(path.name + ".tmp")
+        try:
+            temporary.unlink(missing_ok=True)
+            os.link(mapping.path, temporary)
+        except OSError:
+            return False
+        checksum = _checksum(_bytes_of(piece))
+        mapping.flush()  # what was written through the mapping, in the file, on disk
+        fd = os.open(temporary, os.O_RDWR | getattr(os, "O_BINARY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+        self.files[name] = {"bytes": piece.nbytes, "blake2b": checksum}
+        self.linked += piece.nbytes
+        return True
+
 
 def _bytes_of(array: np.ndarray) -> memoryview:
     """The bytes of ``array`` in C order (its own memory where it is C-contiguous)."""
@@ -146,11 +174,12 @@ def _bytes_of(array: np.ndarray) -> memoryview:
 def write(folder: Any, document: Any, arrays: Dict[str, np.ndarray]) -> Dict[str, int]:
     """Save ``document`` and ``arrays`` (:func:`fastatari.checkpoint.tree.encode`'s) into
     ``folder`` (made if needed), over the checkpoint there, if any. Returns what it wrote:
-    ``{"bytes": ..., "files": ...}``."""
+    ``{"bytes": ..., "linked": ..., "files": ...}`` (bytes written, bytes of hard links to a
+    store's files made, files listed)."""
     folder = Path(folder)
     (folder / DATA).mkdir(parents=True, exist_ok=True)
     try:
-        old_files = _manifest(folder)["files"]
+        old_files = manifest(folder)["files"]
     except (CheckpointError, FileNotFoundError):
         old_files = {}  # nothing to reuse (a damaged one is overwritten whole)
     writer = _Writer(folder, old_files)
@@ -164,8 +193,10 @@ def write(folder: Any, document: Any, arrays: Dict[str, np.ndarray]) -> Dict[str
             entry["pieces"] = []
             for token, lo, hi in _pieces(first, len(array), lineage):
                 name = f"{DATA}/frames-{token & (2 ** 64 - 1):016x}-{lo}-{hi}.bin"
-                if not writer.keep(name):  # (a kept piece is not even read)
-                    writer.put(name, _bytes_of(array[lo - first:hi - first]))
+                piece = array[lo - first:hi - first]
+                if not (writer.keep(name)  # (a kept piece is not even read)
+                        or writer.link(name, piece)):
+                    writer.put(name, _bytes_of(piece))
                 entry["pieces"].append({"file": name, "serials": [lo, hi]})
         else:
             data = _bytes_of(array)
@@ -174,9 +205,9 @@ def write(folder: Any, document: Any, arrays: Dict[str, np.ndarray]) -> Dict[str
             writer.put(name, data, checksum)
             entry["file"] = name
         entries[key] = entry
-    manifest = {"format": FORMAT, "version": VERSION, "document": document,
+    contents = {"format": FORMAT, "version": VERSION, "document": document,
                 "arrays": entries, "files": writer.files}
-    text = json.dumps(manifest, indent=1, allow_nan=False).encode()
+    text = json.dumps(contents, indent=1, allow_nan=False).encode()
     temporary = folder / (MANIFEST + ".tmp")
     with open(temporary, "wb") as f:
         f.write(text)
@@ -186,8 +217,12 @@ def write(folder: Any, document: Any, arrays: Dict[str, np.ndarray]) -> Dict[str
     _sync_folder(folder)
     for path in (folder / DATA).iterdir():  # what no manifest lists any more
         if f"{DATA}/{path.name}" not in writer.files:
-            path.unlink()
-    return {"bytes": writer.written + len(text), "files": len(writer.files) + 1}
+            try:
+                path.unlink()
+            except OSError:  # (Windows: mapped by a store; unlisted, removed by a later save)
+                pass
+    return {"bytes": writer.written + len(text), "linked": writer.linked,
+            "files": len(writer.files) + 1}
 
 
 def _sync_folder(folder: Path) -> None:
@@ -204,23 +239,25 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _manifest(folder: Path) -> Dict[str, Any]:
-    path = folder / MANIFEST
+def manifest(folder: Any) -> Dict[str, Any]:
+    """The manifest of the checkpoint in ``folder``, its format and version checked (its
+    files are not read: :func:`read` does)."""
+    path = Path(folder) / MANIFEST
     try:
-        manifest = json.loads(path.read_bytes())
+        contents = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise
     except (OSError, ValueError) as error:
         raise CheckpointError(f"{path}: not a fastatari checkpoint manifest ({error})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if not isinstance(contents, dict) or contents.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a fastatari checkpoint manifest")
-    if manifest.get("version") != VERSION:
-        raise CheckpointError(f"{path}: checkpoint version {manifest.get('version')!r}, this "
+    if contents.get("version") != VERSION:
+        raise CheckpointError(f"{path}: checkpoint version {contents.get('version')!r}, this "
                               f"fastatari reads version {VERSION}")
     for key in ("document", "arrays", "files"):
-        if key not in manifest:
+        if key not in contents:
             raise CheckpointError(f"{path}: the manifest lacks {key!r}")
-    return manifest
+    return contents
 
 
 def read(folder: Any) -> Tuple[Any, Dict[str, np.ndarray]]:
@@ -228,21 +265,21 @@ def read(folder: Any) -> Tuple[Any, Dict[str, np.ndarray]]:
     (:class:`CheckpointError` naming the one that is not as the manifest says;
     ``FileNotFoundError`` when there is no checkpoint)."""
     folder = Path(folder)
-    manifest = _manifest(folder)
-    files = manifest["files"]
+    contents = manifest(folder)
+    files = contents["files"]
     arrays: Dict[str, np.ndarray] = {}
     try:
-        for key, entry in manifest["arrays"].items():
+        for key, entry in contents["arrays"].items():
             dtype = np.dtype(entry["dtype"])
             if dtype.hasobject:
                 raise CheckpointError(f"{folder / MANIFEST}: array {key!r} of objects")
             pieces = (entry["pieces"] if "pieces" in entry
                       else [{"file": entry["file"], "serials": None}])
             shape = tuple(entry["shape"])
-            if "pieces" in entry and len(pieces) == 1:  # frames: mapped, never held twice
-                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if "pieces" in entry and len(pieces) == 1 and nbytes:  # frames: mapped, read only
                 path = _check_file(folder, pieces[0]["file"], files, nbytes)
-                arrays[key] = np.memmap(path, dtype, "r", shape=shape)
+                arrays[key] = map_array(path, dtype, shape)
                 continue
             array = np.empty(shape, dtype)
             flat = _bytes_of(array)
@@ -261,7 +298,7 @@ def read(folder: Any) -> Tuple[Any, Dict[str, np.ndarray]]:
         if isinstance(error, CheckpointError):
             raise
         raise CheckpointError(f"{folder / MANIFEST}: a damaged manifest ({error!r})") from None
-    return manifest["document"], arrays
+    return contents["document"], arrays
 
 
 def _listed(folder: Path, name: str, files: Dict[str, Any], nbytes: int) -> Dict[str, Any]:

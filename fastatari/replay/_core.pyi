@@ -6,6 +6,20 @@ import numpy.typing as npt
 CHUNK: int
 SPARES: int
 
+class MappedFile:
+    path: str
+    writable: bool
+    def __init__(self, path: Any, nbytes: int, writable: bool = False,
+                 fd: Optional[int] = None) -> None: ...
+    def __buffer__(self, flags: int) -> memoryview: ...
+    @property
+    def nbytes(self) -> int: ...
+    def flush(self) -> None: ...
+
+def mapping_of(array: Any) -> Optional[MappedFile]: ...
+def map_array(path: Any, dtype: Any, shape: Tuple[int, ...], writable: bool = False,
+              fd: Optional[int] = None) -> npt.NDArray[Any]: ...
+
 class FrameStore:
     capacity: int
     n_envs: int

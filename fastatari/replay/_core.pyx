@@ -11,20 +11,23 @@ made it. Frames live in chunks, in serial order; a chunk goes back to the spares
 transition that refers to it is overwritten, so memory follows the frames alive.
 """
 
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_WRITABLE
+from libc.errno cimport errno
 from libc.stdint cimport int64_t, uint8_t, uintptr_t
 from libc.math cimport pow
 from libc.stdlib cimport free, malloc
 
 import os
 import secrets
-import tempfile
 
 import numpy as np
 
+from fastatari.replay.disk import LiveFolder
 from fastatari.replay.layout import check_stacks, state_array, state_keys, state_number
 
-from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_stacks_build,
-                                         fa_stack_shape, fa_sumtree_find, fa_sumtree_set)
+from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_map, fa_map_flush,
+                                         fa_stacks_build, fa_stack_shape, fa_sumtree_find,
+                                         fa_sumtree_set, fa_unmap)
 
 cdef enum:
     _CHUNK = 1024
@@ -53,12 +56,101 @@ cdef class _Pointers:
         free(self.frames)
 
 
+cdef class MappedFile:
+    """The first ``nbytes`` of the file ``path`` mapped into memory, shared with the file
+    (writable or read-only), unmapped when the last array over it goes:
+    ``np.frombuffer(mapped, np.uint8)`` is its bytes. The file is not kept open (``fd``: an
+    open descriptor of it to map, which the caller closes)."""
+    cdef void *address
+    cdef Py_ssize_t length
+    cdef readonly object path
+    cdef readonly bint writable
+
+    def __cinit__(self, path, int64_t nbytes, bint writable=False, fd=None):
+        if nbytes <= 0:
+            raise ValueError(f"a mapping needs at least one byte, got {nbytes}")
+        self.path, self.length, self.writable = os.fspath(path), nbytes, writable
+        own = fd is None
+        if own:
+            fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY)
+                         | getattr(os, "O_BINARY", 0))
+        try:
+            if os.fstat(fd).st_size < nbytes:  # (a page past the end would fault on access)
+                raise ValueError(f"{self.path}: {os.fstat(fd).st_size} bytes, {nbytes} mapped")
+            self.address = fa_map(fd, nbytes, writable)
+            if self.address == NULL:
+                raise OSError(errno, f"cannot map {self.path}: {os.strerror(errno)}")
+        finally:
+            if own:
+                os.close(fd)
+
+    def __dealloc__(self):
+        if self.address != NULL:
+            fa_unmap(self.address, self.length)
+
+    def __getbuffer__(self, Py_buffer *buffer, int flags):
+        if flags & PyBUF_WRITABLE and not self.writable:
+            raise BufferError(f"{self.path} is mapped read-only")
+        buffer.buf = self.address
+        buffer.obj = self
+        buffer.len = self.length
+        buffer.readonly = not self.writable
+        buffer.itemsize = 1
+        buffer.format = NULL
+        if flags & PyBUF_FORMAT:
+            buffer.format = b"B"
+        buffer.ndim = 1
+        buffer.shape = &self.length
+        buffer.strides = NULL
+        buffer.suboffsets = NULL
+        buffer.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer *buffer):
+        pass
+
+    @property
+    def nbytes(self):
+        return self.length
+
+    def flush(self):
+        """Write what was changed through the mapping to the file."""
+        if fa_map_flush(self.address, self.length) != 0:
+            raise OSError(f"cannot write {self.path}'s mapping back")
+
+
+def mapping_of(array):
+    """The :class:`MappedFile` whose bytes ``array`` is, all of them in order; None when it is
+    anything else (a part of one, a copy, memory)."""
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    if (isinstance(base, MappedFile) and isinstance(array, np.ndarray)
+            and array.flags.c_contiguous and array.nbytes == base.nbytes
+            and array.ctypes.data == <uintptr_t>(<MappedFile>base).address):
+        return base
+    return None
+
+
+def map_array(path, dtype, shape, bint writable=False, fd=None):
+    """An array of ``dtype`` and ``shape`` over the start of the file ``path``, mapped
+    (:class:`MappedFile`)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return np.frombuffer(MappedFile(path, nbytes, writable, fd), dtype).reshape(shape)
+
+
 cdef class FrameStore:
     """``capacity`` slots of one ``(obs, next_obs)`` pair of stacks for each of ``n_envs``
     streams, written in ring order; stacks of shape ``obs_shape`` (uint8) hold ``stack``
-    frames along ``axis``. ``disk``: a folder where the frames live in an unnamed,
-    memory-mapped file instead of memory (for memories larger than RAM: the system pages
-    them in and out); the file goes with the store, or with the process."""
+    frames along ``axis``. ``disk``: a folder where the frames live in files instead of
+    memory, memory-mapped (for memories larger than RAM: the system pages them in and out),
+    a file per chunk in a folder of the store's own there (:class:`~fastatari.replay.disk.
+    LiveFolder`: removed with the store, or by the next store there after a kill). A complete
+    chunk is never written again: a checkpoint links its file instead of copying it, and a
+    store on disk loading a checkpoint maps the checkpoint's files of complete chunks (read
+    only) instead of copying them."""
 
     cdef readonly int64_t capacity, n_envs, stack, pos, next_serial
     cdef readonly bint full
@@ -80,8 +172,8 @@ cdef class FrameStore:
     #: s`` wrote. Two stores (or checkpoints) whose rows name the same token for a serial hold
     #: the same frame there: what an incremental checkpoint relies on to skip what it wrote.
     cdef readonly object lineage
-    cdef object disk_file
-    cdef int64_t disk_chunks
+    cdef object live  # the LiveFolder of the store's chunk files (disk only)
+    cdef dict own_files  # chunk number: its file in ``live`` (not the checkpoints' it maps)
     # the stored slots' oldest frames, as a monotone queue over the ring: (slot, its oldest
     # serial) from the oldest slot on, each entry's serial above the one before (a slot
     # with no older frame after it is dropped), so the first is the oldest frame any slot
@@ -121,13 +213,10 @@ cdef class FrameStore:
         self.window = self.window_array
         self.window_head = self.window_len = 0
         self.chunks, self.spares = {}, []
-        self.disk, self.disk_file, self.disk_chunks = None, None, 0
+        self.disk, self.live, self.own_files = None, None, {}
         if disk is not None:
-            if not os.path.isdir(disk):
-                raise ValueError(f"disk must be an existing folder, got {disk!r}")
-            # unnamed (unlinked at once where the system allows): nothing is left behind,
-            # even when the process is killed
-            self.disk, self.disk_file = os.fspath(disk), tempfile.TemporaryFile(dir=disk)
+            self.live = LiveFolder(disk)
+            self.disk = os.fspath(disk)
         self._new_table(4)
         self.pos, self.full, self.next_serial = 0, False, 0
         self.lineage = _lineage(None, 0)
@@ -139,20 +228,26 @@ cdef class FrameStore:
         return (<const uint8_t *>self.table[(serial // _CHUNK) % self.table_size]
                 + (serial % _CHUNK) * self.frame_bytes)
 
-    cdef object _new_chunk(self):
-        if self.disk_file is None:
+    cdef object _new_chunk(self, int64_t number):
+        if self.live is None:
+            if self.spares:
+                return self.spares.pop()
             return np.empty((CHUNK, self.frame_bytes), np.uint8)
-        size = CHUNK * self.frame_bytes
-        self.disk_file.truncate((self.disk_chunks + 1) * size)
-        chunk = np.memmap(self.disk_file, np.uint8, "r+", self.disk_chunks * size,
-                          (CHUNK, self.frame_bytes))
-        self.disk_chunks += 1
+        fd = self.live.new_chunk_file(number, CHUNK * self.frame_bytes)
+        try:
+            chunk = map_array(self.live.chunk_path(number), np.uint8,
+                              (CHUNK, self.frame_bytes), True, fd)
+        finally:
+            os.close(fd)
+        self.own_files[number] = self.live.chunk_path(number)
         return chunk
 
-    cdef _spare(self, chunk):
-        """A chunk no transition needs: kept for reuse (on disk, always: the file's space is
-        reused, not given back)."""
-        if len(self.spares) < SPARES or self.disk_file is not None:
+    cdef _spare(self, int64_t number, chunk):
+        """Chunk ``number``, which no transition needs any more: kept for reuse in memory; on
+        disk its file is unlinked (a new chunk is a new file: a checkpoint may link this one)."""
+        if self.live is not None:
+            self.live.drop(self.own_files.pop(number, None))
+        elif len(self.spares) < SPARES:
             self.spares.append(chunk)
 
     cdef _new_table(self, int64_t size):
@@ -162,8 +257,9 @@ cdef class FrameStore:
         for number, chunk in self.chunks.items():
             self.table[number % size] = chunk.ctypes.data
 
-    cdef _add_chunk(self, int64_t number):
-        chunk = self.spares.pop() if self.spares else self._new_chunk()
+    cdef _add_chunk(self, int64_t number, chunk=None):
+        if chunk is None:
+            chunk = self._new_chunk(number)
         self.chunks[number] = chunk
         if number - min(self.chunks) >= self.table_size:
             self._new_table(2 * self.table_size)
@@ -225,7 +321,7 @@ cdef class FrameStore:
         """Chunks no transition refers to any more go back to the spares."""
         cdef int64_t below = self.oldest_needed(True) // CHUNK
         for number in [n for n in self.chunks if n < below]:
-            self._spare(self.chunks.pop(number))
+            self._spare(number, self.chunks.pop(number))
 
     # -- writing -------------------------------------------------------------------------------
     def put(self, obs, next_obs, int64_t lookback=0):
@@ -330,7 +426,7 @@ cdef class FrameStore:
         self.has_last_array.fill(0)
         self.window_head = self.window_len = 0
         for number in list(self.chunks):
-            self._spare(self.chunks.pop(number))
+            self._spare(number, self.chunks.pop(number))
         self.pos, self.full = 0, False
 
     # -- reading -------------------------------------------------------------------------------
@@ -567,12 +663,25 @@ cdef class FrameStore:
             done = 0
             while done < len(part):
                 number, offset = serial // CHUNK, serial % CHUNK
+                if (self.live is not None and done == 0 and offset == 0
+                        and number not in self.chunks and self._adoptable(part)):
+                    self._add_chunk(number, part)  # a checkpoint's file, mapped: not copied
+                    serial += CHUNK
+                    done += CHUNK
+                    continue
                 if number not in self.chunks:
                     self._add_chunk(number)
                 take = min(CHUNK - offset, len(part) - done)
                 self.chunks[number][offset:offset + take] = part[done:done + take]
                 serial += take
                 done += take
+
+    cdef bint _adoptable(self, part):
+        """Whether ``part`` is a whole chunk's frames mapped read-only from a file (a
+        checkpoint's, which nothing writes: the store can use it as it is)."""
+        mapping = mapping_of(part)
+        return (mapping is not None and not mapping.writable
+                and part.shape == (CHUNK, self.frame_bytes))
 
     def __reduce__(self):  # pickling (SB3's save_replay_buffer pickles the whole buffer)
         return (_rebuilt, (self.capacity, self.n_envs, self.obs_shape, self.stack, self.axis,

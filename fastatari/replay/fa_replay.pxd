@@ -15,3 +15,8 @@ cdef extern from "fa_replay.h" nogil:
                         const double *value, int64_t count)
     void fa_sumtree_find(const double *tree, int64_t leaves, const double *mass,
                          int64_t *index, int64_t count)
+
+cdef extern from "fa_map.h" nogil:
+    void *fa_map(int fd, int64_t nbytes, int writable)
+    int fa_unmap(void *address, int64_t nbytes)
+    int fa_map_flush(void *address, int64_t nbytes)

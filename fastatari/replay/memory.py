@@ -16,6 +16,7 @@ from fastatari.replay.layout import (
     load_flat_state,
     stack_layout,
 )
+from fastatari.replay.saving import Saving
 
 __all__ = ["Batch", "ReplayMemory"]
 
@@ -35,14 +36,16 @@ class Batch(NamedTuple):
     envs: np.ndarray
 
 
-class ReplayMemory:
+class ReplayMemory(Saving):
     """``capacity`` transitions (``capacity // n_envs`` per stream, oldest overwritten first)
     of ``n_envs`` envs stepped together, observations uint8 stacks of shape ``obs_shape``.
 
     Each distinct frame is stored once; a sampled stack is byte-identical to the one added.
     ``frame_stack`` and ``stack_axis``: :func:`~fastatari.replay.layout.stack_layout`;
     ``disk``: a folder for the frames, memory-mapped (:class:`FrameStore`).
-    Torch-free: samples are NumPy arrays (for JAX, or anything else).
+    Torch-free: samples are NumPy arrays (for JAX, or anything else). ``save``, ``load`` and
+    ``ReplayMemory.open(folder)``: a checkpoint of it (:class:`~fastatari.replay.saving.
+    Saving`).
     """
 
     def __init__(self, capacity: int, obs_shape: Sequence[int], n_envs: int = 1, *,
@@ -63,6 +66,17 @@ class ReplayMemory:
     @property
     def obs_shape(self) -> tuple:
         return self.frames.obs_shape
+
+    @property
+    def disk(self) -> Optional[str]:  # type: ignore[override]
+        """The folder the frames live in, or None (in memory)."""
+        return self.frames.disk
+
+    def init_args(self) -> Dict[str, Any]:
+        return {"capacity": self.frames.capacity * self.n_envs, "obs_shape": self.obs_shape,
+                "n_envs": self.n_envs, "frame_stack": self.frames.stack,
+                "stack_axis": self.frames.axis, "action_shape": self.actions.shape[2:],
+                "action_dtype": self.actions.dtype.str}
 
     def __len__(self) -> int:
         """Transitions held (all streams)."""

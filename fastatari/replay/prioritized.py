@@ -21,6 +21,7 @@ from fastatari.replay.layout import (
     state_number,
     to_tensors,
 )
+from fastatari.replay.saving import Saving
 
 __all__ = ["PrioritizedBatch", "PrioritizedReplayBuffer"]
 
@@ -49,7 +50,7 @@ class _Step(NamedTuple):
     terminated: bool
 
 
-class PrioritizedReplayBuffer:
+class PrioritizedReplayBuffer(Saving):
     """``capacity`` transitions of ``n_envs`` envs (``capacity // n_envs`` each), n-step
     returns, proportional priorities.
 
@@ -110,6 +111,17 @@ class PrioritizedReplayBuffer:
         self.priority_limit = float(np.finfo(np.float64).max / self.tree.leaves)
         self.max_priority = 1.0
         self.windows: List[Deque[_Step]] = [deque() for _ in range(self.n_envs)]
+
+    @property
+    def disk(self) -> Optional[str]:  # type: ignore[override]
+        """The folder the frames live in, or None (in memory)."""
+        return self.stores[0].disk
+
+    def init_args(self) -> Dict[str, Any]:
+        store = self.stores[0]
+        return {"capacity": self.capacity, "obs_shape": self.obs_shape, "n_step": self.n_step,
+                "gamma": self.gamma, "alpha": self.alpha, "beta": self.beta, "eps": self.eps,
+                "n_envs": self.n_envs, "frame_stack": store.stack, "stack_axis": store.axis}
 
     @property
     def size(self) -> int:

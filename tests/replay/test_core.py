@@ -230,14 +230,3 @@ def test_sum_tree_finds_each_item_for_its_share_of_the_mass():
     with pytest.raises(ValueError, match="every priority is 0"):
         SumTree(3).find([0.0])
 
-
-def test_a_disk_backed_store_is_exact_and_leaves_no_file(tmp_path):
-    store = FrameStore(3 * CHUNK, 2, (4, 6, 5), 4, 0, disk=str(tmp_path))
-    history = fill(store, 4 * CHUNK, garbage=0.05)
-    check_all(store, history)
-    assert list(tmp_path.iterdir()) == []  # unnamed: nothing to clean up, even after a kill
-    copy = pickle.loads(pickle.dumps(store))
-    assert copy.disk == str(tmp_path)
-    check_all(copy, history)
-    with pytest.raises(ValueError, match="existing folder"):
-        FrameStore(8, 1, (4, 6, 5), 4, 0, disk=str(tmp_path / "missing"))
