@@ -37,7 +37,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without SB3
     raise ImportError('fastatari.sb3 needs Stable-Baselines3: pip install "fastatari[rl]"') from e
 
-from fastatari.sb3.replay_buffer import ReplayBuffer  # noqa: E402
+from fastatari.sb3.replay_buffer import ReplayBuffer, load_replay_buffer  # noqa: E402
 from fastatari.sb3.vec_env import SB3AtariVecEnv, make_vec_env  # noqa: E402
 
-__all__ = ["ReplayBuffer", "SB3AtariVecEnv", "make_vec_env"]
+__all__ = ["ReplayBuffer", "SB3AtariVecEnv", "load_replay_buffer", "make_vec_env"]

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Union, cast
 
@@ -11,6 +13,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common import buffers
+from stable_baselines3.common.save_util import open_path
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
@@ -24,7 +27,7 @@ from fastatari.replay.layout import (
     to_tensors,
 )
 
-__all__ = ["ReplayBuffer"]
+__all__ = ["ReplayBuffer", "load_replay_buffer"]
 
 
 class ReplayBuffer(buffers.ReplayBuffer):
@@ -162,3 +165,113 @@ class ReplayBuffer(buffers.ReplayBuffer):
     def _columns(self) -> Dict[str, np.ndarray]:
         return {"actions": self.actions, "rewards": self.rewards, "dones": self.dones,
                 "timeouts": self.timeouts}
+
+    def __reduce__(self) -> Any:
+        """Pickled (SB3's ``model.save_replay_buffer``) as its constructor's arguments and
+        :meth:`state_dict`: each frame once, about 7 KB a transition of 84x84 stacks of 4,
+        under a format name and version that unpickling checks."""
+        kwargs = {"buffer_size": self.buffer_size * self.n_envs,
+                  "observation_space": _space_args(self.observation_space),
+                  "action_space": _space_args(self.action_space), "device": str(self.device),
+                  "n_envs": self.n_envs, "optimize_memory_usage": self.optimize_memory_usage,
+                  "handle_timeout_termination": self.handle_timeout_termination,
+                  "frame_stack": self.frames.stack, "stack_axis": self.frames.axis,
+                  "disk": self.frames.disk}
+        return (_unpickled, (PICKLE_FORMAT, PICKLE_VERSION, kwargs, self.state_dict()))
+
+
+#: The name and version of a pickled :class:`ReplayBuffer`'s contents.
+PICKLE_FORMAT = "fastatari.sb3.ReplayBuffer"
+PICKLE_VERSION = 1
+
+
+def _space_args(space: spaces.Space) -> tuple:
+    """A space as plain values: its kind and what makes it (not its generator)."""
+    if isinstance(space, spaces.Box):
+        return ("Box", space.low, space.high, space.shape, space.dtype.str)
+    if isinstance(space, spaces.Discrete):
+        return ("Discrete", int(space.n), int(space.start))
+    if isinstance(space, spaces.MultiDiscrete):
+        return ("MultiDiscrete", space.nvec, space.dtype.str)
+    if isinstance(space, spaces.MultiBinary):
+        return ("MultiBinary", space.n)
+    raise TypeError(f"a ReplayBuffer of a {type(space).__name__} cannot be pickled")
+
+
+def _space(args: tuple) -> spaces.Space:
+    kind, *values = args
+    if kind == "Box":
+        low, high, shape, dtype = values
+        return spaces.Box(low, high, tuple(shape), np.dtype(dtype))
+    if kind == "Discrete":
+        return spaces.Discrete(values[0], start=values[1])
+    if kind == "MultiDiscrete":
+        return spaces.MultiDiscrete(values[0], dtype=np.dtype(values[1]))
+    if kind == "MultiBinary":
+        return spaces.MultiBinary(values[0])
+    raise ValueError(f"a pickled ReplayBuffer of an unknown space {kind!r}")
+
+
+def _unpickled(kind: Any, version: Any, kwargs: Dict[str, Any],
+               state: Mapping[str, Any]) -> ReplayBuffer:
+    """The buffer a pickle of :meth:`ReplayBuffer.__reduce__` holds, its contents checked
+    whole (``ValueError`` for another format or version, a damaged state); its frames on
+    disk where they were, when that folder still is one, else in memory."""
+    if kind != PICKLE_FORMAT or version != PICKLE_VERSION:
+        raise ValueError(f"not a pickled fastatari ReplayBuffer of version {PICKLE_VERSION} "
+                         f"(it says {kind!r}, version {version!r})")
+    kwargs = dict(kwargs)
+    for name in ("observation_space", "action_space"):
+        kwargs[name] = _space(kwargs[name])
+    if kwargs.get("disk") is not None and not os.path.isdir(kwargs["disk"]):
+        kwargs["disk"] = None
+    buffer = ReplayBuffer(**kwargs)
+    buffer.load_state_dict(state)
+    return buffer
+
+
+#: What a pickled :class:`ReplayBuffer` names: its rebuilder and NumPy's arrays, scalars and
+#: dtypes (its spaces are plain values: ``_space_args``).
+_SAFE_NAMES = {
+    "fastatari.sb3.replay_buffer": {"_unpickled"},
+    "numpy": {"dtype", "ndarray"},
+    "numpy.dtypes": {name for name in dir(getattr(np, "dtypes", None)) if name.endswith("DType")},
+    **{f"numpy.{core}.{module}": names for core in ("core", "_core") for module, names in (
+        ("multiarray", {"_reconstruct", "scalar"}), ("numeric", {"_frombuffer"}))},
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    """Builds only what :data:`_SAFE_NAMES` names, and only a pickled fastatari
+    ``ReplayBuffer``: the first name of another file (SB3's own buffer, anything else) is
+    refused before anything of it is built."""
+
+    first = True
+
+    def find_class(self, module: str, name: str) -> Any:
+        if self.first and (module, name) != ("fastatari.sb3.replay_buffer", "_unpickled"):
+            raise ValueError(f"not a pickled fastatari ReplayBuffer (it begins with "
+                             f"{module}.{name})")
+        self.first = False
+        if name not in _SAFE_NAMES.get(module, ()):
+            raise ValueError(f"a pickled fastatari ReplayBuffer names nothing like "
+                             f"{module}.{name}")
+        return super().find_class(module, name)
+
+
+def load_replay_buffer(model: Any, path: Any) -> None:
+    """SB3's ``model.load_replay_buffer(path)`` for a file ``model.save_replay_buffer`` wrote
+    from a :class:`ReplayBuffer`, building nothing the file names but that buffer's parts:
+    ``ValueError`` for any other file (SB3's own buffer, a pickle of anything else, another
+    version), the model unchanged. (SB3's own loader unpickles whatever the file holds, which
+    runs its code.)"""
+    with open_path(path, "r", suffix="pkl") as f:
+        try:
+            buffer = _Unpickler(f).load()
+        except (pickle.UnpicklingError, EOFError, TypeError, KeyError, IndexError) as error:
+            raise ValueError(f"{path}: not a pickled fastatari ReplayBuffer ({error!r})") \
+                from None
+    if not isinstance(buffer, ReplayBuffer):
+        raise ValueError(f"{path}: holds a {type(buffer).__name__}, not a ReplayBuffer")
+    buffer.device = model.device  # (as SB3's loader does)
+    model.replay_buffer = buffer

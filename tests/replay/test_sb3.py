@@ -243,3 +243,66 @@ def test_a_checkpoint_round_trips_the_sb3_buffer(tmp_path):
         samples.append(buffer.sample(64))
     for a, b in zip(*samples, strict=True):
         assert (a is None and b is None) or torch.equal(a, b)
+
+
+def test_save_replay_buffer_writes_frames_once_and_loads_exactly_refusing_other_files(tmp_path):
+    """SB3's model.save_replay_buffer pickles the drop-in compactly (each frame once, not
+    SB3's observations and next_observations whole); model.load_replay_buffer and
+    fastatari.sb3.load_replay_buffer take it back exactly; the latter refuses, before anything
+    changes, SB3's own buffer and any other pickle."""
+    import pickle
+
+    from stable_baselines3 import DQN
+
+    from fastatari.sb3 import load_replay_buffer, make_vec_env
+
+    env = make_vec_env("pong", 2, seed=0)
+    try:
+        kw = dict(buffer_size=400, learning_starts=1000, seed=0, device="cpu",
+                  policy_kwargs=dict(net_arch=[16]))
+        model = DQN("CnnPolicy", env, replay_buffer_class=ReplayBuffer, **kw)
+        model.learn(300)
+        model.save_replay_buffer(tmp_path / "ours.pkl")
+        theirs = DQN("CnnPolicy", env, **kw)
+        theirs.learn(300)
+        theirs.save_replay_buffer(tmp_path / "theirs.pkl")
+        # 400 transitions held (the ring wrapped): about one new 84x84 frame each where SB3
+        # pickles two stacks of four
+        ours_size, theirs_size = ((tmp_path / f"{name}.pkl").stat().st_size
+                                  for name in ("ours", "theirs"))
+        assert ours_size / 400 < 7_200 and theirs_size / ours_size > 7
+
+        for load in (DQN.load_replay_buffer, load_replay_buffer):
+            fresh = DQN("CnnPolicy", env, replay_buffer_class=ReplayBuffer, **kw)
+            load(fresh, tmp_path / "ours.pkl")
+            assert isinstance(fresh.replay_buffer, ReplayBuffer)
+            samples = []
+            for buffer in (fresh.replay_buffer, model.replay_buffer):
+                np.random.seed(5)
+                samples.append(buffer.sample(32))
+            for a, b in zip(*samples, strict=True):
+                assert (a is None and b is None) or torch.equal(a, b)
+
+        fresh = DQN("CnnPolicy", env, replay_buffer_class=ReplayBuffer, **kw)
+        before = fresh.replay_buffer
+        with pytest.raises(ValueError, match="begins with stable_baselines3"):
+            load_replay_buffer(fresh, tmp_path / "theirs.pkl")
+        (tmp_path / "other.pkl").write_bytes(pickle.dumps({"x": 1}))
+        with pytest.raises(ValueError, match="holds a dict, not a ReplayBuffer"):
+            load_replay_buffer(fresh, tmp_path / "other.pkl")
+        (tmp_path / "code.pkl").write_bytes(pickle.dumps(_RunsCode()))
+        with pytest.raises(ValueError, match="begins with builtins.print"):
+            load_replay_buffer(fresh, tmp_path / "code.pkl")  # (nothing printed: not run)
+        newer = (tmp_path / "ours.pkl").read_bytes().replace(b"fastatari.sb3.ReplayBuffer",
+                                                             b"fastatari.sb3.ReplayBuffex")
+        (tmp_path / "newer.pkl").write_bytes(newer)
+        with pytest.raises(ValueError, match="not a pickled fastatari ReplayBuffer of version"):
+            load_replay_buffer(fresh, tmp_path / "newer.pkl")
+        assert fresh.replay_buffer is before
+    finally:
+        env.close()
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (print, ("a pickle that runs code when loaded",))
