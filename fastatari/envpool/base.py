@@ -399,6 +399,48 @@ class EnvPoolMixin:
         warnings.warn("The `seed` function in envpool is abandoned. You can set seed by "
                       "envpool.make(..., seed=seed) instead.", UserWarning, stacklevel=2)
 
+    # -- checkpoints (fastatari's; EnvPool has none) -----------------------------------------
+    _COUNTS = ("elapsed", "lives", "ended", "continues", "sent_at")
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Everything to resume this pool exactly: the vector env's ``state_dict`` (every
+        env's snapshot, a pending reset too) and the per-env counts EnvPool's values come from
+        (``elapsed_step``, lives, ended episodes, the order of sends), as arrays and numbers
+        (:func:`fastatari.checkpoint.save` takes ``envs=pool``). Nothing may be in flight or
+        received and not yet returned (``AlreadyPendingCallError``)."""
+        self._check_idle("state_dict")
+        return {"vec": self.vec.state_dict(), "sends": int(self._sends), "seed": self._seed,
+                **{name: getattr(self, "_" + name).copy() for name in self._COUNTS}}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict` of a pool of the same games, options and number
+        of envs: ``ValueError`` (``TypeError`` for values of another kind) before anything
+        changes."""
+        self._check_idle("load_state_dict")
+        if not isinstance(state, dict) or set(state) != {"vec", "sends", "seed",
+                                                         *self._COUNTS}:
+            raise ValueError("not a fastatari EnvPool state_dict")
+        counts = {}
+        for name in self._COUNTS:
+            own, value = getattr(self, "_" + name), np.asarray(state[name])
+            if value.dtype != own.dtype or value.shape != own.shape:
+                raise TypeError(f"the state's {name} must be {own.dtype} of shape {own.shape}, "
+                                f"got {value.dtype} of shape {value.shape}")
+            counts[name] = value
+        sends = state["sends"]
+        if not isinstance(sends, (int, np.integer)) or sends < 0:
+            raise TypeError(f"the state's sends must be an int >= 0, got {sends!r}")
+        self.vec.load_state_dict(state["vec"])  # (checked whole before any env changes)
+        for name, value in counts.items():
+            getattr(self, "_" + name)[...] = value
+        self._sends, self._seed = int(sends), state["seed"]
+
+    def _check_idle(self, call: str) -> None:
+        self._check_open()
+        if self._in_flight or self._queue:
+            raise AlreadyPendingCallError(f"{call}() while steps are in flight or results "
+                                          f"wait for recv(): recv() them first", call)
+
     def close(self, **kwargs: Any) -> None:
         """Stop the worker processes. Safe to call more than once. Steps in flight are
         dropped silently, as EnvPool drops them."""

@@ -663,3 +663,47 @@ def test_gym_and_jax_are_imported_only_when_asked_for(tmp_path):
             "print('gym' in sys.modules, 'jax' in sys.modules)")
     out = run_code(code, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_a_checkpoint_of_a_pool_continues_exactly(tmp_path):
+    """fastatari.checkpoint of a pool (its vector env and its own counts: elapsed steps,
+    lives, ended episodes, send order): a new pool loaded from it returns what the saved one
+    returns, step for step, through time limits, life losses and autoresets; a state of
+    another kind changes nothing; a pool with results waiting is refused."""
+    from fastatari import checkpoint
+
+    def make(**kw):
+        return fa_envpool.make("Breakout-v5", env_type="gymnasium", num_envs=2, seed=3,
+                               episodic_life=True, max_episode_steps=40, **kw)
+
+    saved, loaded, pending = make(), make(), make(batch_size=1)
+    try:
+        rng = np.random.default_rng(0)
+
+        def step(pool, actions):
+            obs, reward, terminated, truncated, info = pool.step(actions)
+            return [obs, reward, terminated, truncated, info["env_id"], info["elapsed_step"],
+                    info["lives"]]
+
+        saved.reset()
+        for _ in range(57):
+            step(saved, rng.integers(0, 4, 2))
+        checkpoint.save(tmp_path, envs=saved)
+        loaded.reset()
+        before = loaded.state_dict()
+        with pytest.raises(ValueError, match="not a fastatari EnvPool state_dict"):
+            loaded.load_state_dict({"vec": None})
+        with pytest.raises(TypeError, match="elapsed must be int64"):
+            loaded.load_state_dict({**saved.state_dict(), "elapsed": np.zeros(2, np.int32)})
+        np.testing.assert_array_equal(loaded.state_dict()["elapsed"], before["elapsed"])
+        checkpoint.load(tmp_path, envs=loaded)
+        for _ in range(150):  # past time limits (40) and autoresets
+            actions = rng.integers(0, 4, 2)
+            for a, b in zip(step(saved, actions), step(loaded, actions), strict=True):
+                np.testing.assert_array_equal(a, b)
+        pending.reset()  # one env's reset waits for recv()
+        with pytest.raises(AlreadyPendingCallError):
+            pending.state_dict()
+    finally:
+        for pool in (saved, loaded, pending):
+            pool.close()
