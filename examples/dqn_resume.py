@@ -1,10 +1,11 @@
 """DQN on Atari that survives a kill: checkpoint every K steps, resume exactly.
 
 Written in the layout of CleanRL's ``dqn_atari.py`` (arguments, seeding, envs, Q-network,
-replay memory, the loop), with fastatari's vector env and replay memory, and one checkpoint
-folder (:mod:`fastatari.checkpoint`) that holds the whole run: every env's snapshot, the replay
-memory (saved incrementally: the frames added since the last save), the generators, the
-networks and the optimizer. A run killed at any step and started again with the same arguments
+replay memory, the loop), with fastatari's vector env (any autoreset mode) or its EnvPool
+front (``--env-api envpool``), fastatari's replay memory, and one checkpoint folder
+(:mod:`fastatari.checkpoint`) that holds the whole run: every env's snapshot, the replay memory
+(saved incrementally: the frames added since the last save), the generators, the networks and
+the optimizer. A run killed at any step and started again with the same arguments
 goes on from its last checkpoint, and every training step after it is the one the
 uninterrupted run takes, bit for bit (CPU, deterministic torch)::
 
@@ -13,7 +14,9 @@ uninterrupted run takes, bit for bit (CPU, deterministic torch)::
     python examples/dqn_resume.py --total-timesteps 100000 --checkpoint-dir ckpt
 
 ``--buffer prioritized`` takes the prioritized n-step buffer instead of the uniform one;
-``--losses FILE`` appends each training step's ``step loss`` (the loss's exact bits in hex).
+``--losses FILE`` appends each training step's ``step loss`` (the loss's exact bits in hex);
+``--buffer-disk FOLDER`` keeps the memory's frames on disk there (``disk=``: a checkpoint
+links its complete chunks instead of copying them when both are on one file system).
 
 Needs torch (``pip install "fastatari[rl]"`` brings it).
 """
@@ -33,6 +36,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 
 import fastatari
+import fastatari.envpool
 from fastatari import checkpoint
 from fastatari.replay import PrioritizedReplayBuffer, ReplayMemory
 
@@ -65,6 +69,9 @@ class Args:
     checkpoint_dir: str = arg("", "the run's checkpoint folder (resumed from when it holds one)")
     checkpoint_every: int = arg(10_000, "steps between checkpoints")
     losses: str = arg("", "a file each training step's 'step loss' line is appended to")
+    env_api: str = arg("vector", "'vector' (fastatari.make_vec) or 'envpool' (its EnvPool front)")
+    autoreset_mode: str = arg("same_step", "the vector env's: same_step, next_step, disabled")
+    buffer_disk: str = arg("", "a folder for the replay memory's frames (default: memory)")
     kill_at: int = arg(-1, "SIGKILL this process at this step (to test a resume)")
     max_episode_frames: int = arg(108_000, "emulator frames before a game is truncated")
 
@@ -75,7 +82,12 @@ def parse() -> Args:
         kind = type(f.default)
         parser.add_argument("--" + f.name.replace("_", "-"), type=kind, default=f.default,
                             help=f.metadata["help"])
-    return Args(**vars(parser.parse_args()))
+    args = Args(**vars(parser.parse_args()))
+    if (args.env_api == "envpool" or args.autoreset_mode == "next_step") and args.num_envs > 1:
+        # the step after an episode's end is the next one's reset, no transition; the memory
+        # takes a row a step from every env, so one env (CleanRL's dqn_atari's number)
+        parser.error("next-step autoreset (the EnvPool front's) runs one env here")
+    return args
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,11 +145,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)  # exploration
     np.random.seed(args.seed)  # the prioritized buffer draws from np.random (CleanRL's)
 
-    # same-step autoreset (SB3's and CleanRL's): every step's transition is one to store, its
-    # true next observation in info["final_obs"] where an episode ended
-    envs = fastatari.make_vec(args.env_id, args.num_envs, num_workers=1,
-                              autoreset_mode="same_step",
-                              max_num_frames_per_episode=args.max_episode_frames)
+    envs = make_envs(args)
     n = args.num_envs
     actions_n = int(envs.single_action_space.n)
     q_network, target_network = QNetwork(actions_n), QNetwork(actions_n)
@@ -145,11 +153,14 @@ def main() -> None:
     target_network.load_state_dict(q_network.state_dict())
     shape = envs.single_observation_space.shape
     rb: Any
+    disk = args.buffer_disk or None
+    if disk:
+        os.makedirs(disk, exist_ok=True)
     if args.buffer == "prioritized":
         rb = PrioritizedReplayBuffer(args.buffer_size, shape, None, args.n_step, args.gamma,
-                                     n_envs=n)
+                                     n_envs=n, disk=disk)
     else:
-        rb = ReplayMemory(args.buffer_size, shape, n)
+        rb = ReplayMemory(args.buffer_size, shape, n, disk=disk)
     sampler = np.random.default_rng(args.seed + 1)  # the uniform memory's draws
 
     rngs = {"explore": rng, "sample": sampler, "global": np.random}
@@ -157,13 +168,14 @@ def main() -> None:
     if args.checkpoint_dir and os.path.exists(os.path.join(args.checkpoint_dir,
                                                            checkpoint.files.MANIFEST)):
         saved = checkpoint.load(args.checkpoint_dir, envs=envs, memory=rb, rngs=rngs)
-        obs, start = saved["obs"], int(saved["step"]) + 1
+        obs, start, restarting = saved["obs"], int(saved["step"]) + 1, saved["restarting"]
         q_network.load_state_dict(to_torch(saved["q"]))
         target_network.load_state_dict(to_torch(saved["target"]))
         optimizer.load_state_dict(to_torch(saved["optimizer"]))
         print(f"resumed from {args.checkpoint_dir} at step {start}", flush=True)
     else:
-        obs, _ = envs.reset(seed=args.seed)
+        obs, _ = envs.reset() if args.env_api == "envpool" else envs.reset(seed=args.seed)
+        restarting = np.zeros(n, bool)  # next-step autoreset: this step resets these envs
 
     losses = open(args.losses, "a") if args.losses else None
     for global_step in range(start, args.total_timesteps):
@@ -178,13 +190,19 @@ def main() -> None:
                 actions = q_network(torch.from_numpy(obs)).argmax(dim=1).numpy()
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)
         real_next_obs = next_obs.copy()
-        if "final_obs" in infos:
+        if "final_obs" in infos:  # same-step autoreset: the ended episodes' last observations
             for i in np.flatnonzero(infos["_final_obs"]):
                 real_next_obs[i] = infos["final_obs"][i]
-        if args.buffer == "prioritized":
-            rb.add(obs, actions, rewards, real_next_obs, terminations, truncations)
-        else:
-            rb.add(obs, real_next_obs, actions, rewards, terminations, truncations)
+        if not restarting.any():  # (next-step: a reset's step is no transition)
+            if args.buffer == "prioritized":
+                rb.add(obs, actions, rewards, real_next_obs, terminations, truncations)
+            else:
+                rb.add(obs, real_next_obs, actions, rewards, terminations, truncations)
+        ended = terminations | truncations
+        if args.env_api == "envpool" or args.autoreset_mode == "next_step":
+            restarting = ended
+        elif args.autoreset_mode == "disabled" and ended.any():
+            next_obs, _ = envs.reset(options={"reset_mask": ended})
         obs = next_obs
 
         if global_step > args.learning_starts and global_step % args.train_frequency == 0:
@@ -197,10 +215,24 @@ def main() -> None:
             target_network.load_state_dict(q_network.state_dict())
         if args.checkpoint_dir and global_step % args.checkpoint_every == 0:
             checkpoint.save(args.checkpoint_dir, envs=envs, memory=rb, rngs=rngs, arrays={
-                "obs": obs, "step": global_step, "q": to_numpy(q_network.state_dict()),
+                "obs": obs, "step": global_step, "restarting": restarting,
+                "q": to_numpy(q_network.state_dict()),
                 "target": to_numpy(target_network.state_dict()),
                 "optimizer": to_numpy(optimizer.state_dict())})
     envs.close()
+
+
+def make_envs(args: Args) -> Any:
+    """The envs: the vector env in the autoreset mode asked for (same-step, SB3's and
+    CleanRL's: every step a transition, the true next observation in info["final_obs"]), or
+    the EnvPool front (EnvPool's next-step autoreset), the same time limit in both."""
+    if args.env_api == "envpool":
+        return fastatari.envpool.make(args.env_id, env_type="gymnasium", num_envs=args.num_envs,
+                                      seed=args.seed,
+                                      max_episode_steps=args.max_episode_frames // 4)
+    return fastatari.make_vec(args.env_id, args.num_envs, num_workers=1,
+                              autoreset_mode=args.autoreset_mode,
+                              max_num_frames_per_episode=args.max_episode_frames)
 
 
 def train_step(args: Args, rb: Any, sampler: np.random.Generator, q_network: QNetwork,

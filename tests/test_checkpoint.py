@@ -93,11 +93,13 @@ def test_envs_generators_and_arrays_resume_exactly(tmp_path):
         for _ in range(30):
             obs = envs.step(rng.integers(0, 4, 3))[0]
         checkpoint.save(tmp_path, envs=envs, rngs={"policy": rng},
-                        arrays={"obs": obs, "step": 30, "scale": np.float32(0.5)})
+                        arrays={"obs": obs, "step": 30, "scale": np.float32(0.5),
+                                "none yet": np.zeros((0, 4), np.int16)})
         other = np.random.default_rng(0)
         arrays = checkpoint.load(tmp_path, envs=resumed, rngs={"policy": other})
         np.testing.assert_array_equal(arrays["obs"], obs)
         assert arrays["step"] == 30 and arrays["scale"].dtype == np.float32
+        assert arrays["none yet"].shape == (0, 4) and arrays["none yet"].dtype == np.int16
         for _ in range(40):
             actions = rng.integers(0, 4, 3)
             np.testing.assert_array_equal(other.integers(0, 4, 3), actions)

@@ -167,7 +167,7 @@ class _Writer:
 def _bytes_of(array: np.ndarray) -> memoryview:
     """The bytes of ``array`` in C order (its own memory where it is C-contiguous)."""
     if not array.nbytes:
-        return memoryview(b"")
+        return memoryview(bytearray())  # (writable, as a read fills it)
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
 
 
