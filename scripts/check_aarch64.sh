@@ -18,12 +18,16 @@
 #                        gymnasium's vector env on three games, autoreset, async = sync,
 #                        rollout): the env and the vector env end to end, worker processes
 #                        included (PARITY_TESTS below)
+#               replay   the replay memory's frame store (tests/replay/test_core.py) and its
+#                        frames on disk (tests/replay/test_disk.py: chunk files mapped by
+#                        fa_map.c, a memory saved and opened again)
 #   and prints the times of every phase. Exit status: 0 when every group passed; otherwise the
 #   first failing group's pytest status (1: tests failed), every group run regardless; 2 when a
 #   setup phase failed (the tail of its log shown).
 #
 # Usage (as root: it runs debootstrap, chroot and mount):
-#   scripts/check_aarch64.sh [kernels|parity|all] [-- PYTEST_ARGS...]      (default: all)
+#   scripts/check_aarch64.sh [GROUP[,GROUP...]|all] [-- PYTEST_ARGS...]     (default: all)
+#   GROUP: kernels, parity or replay; e.g.  scripts/check_aarch64.sh kernels,replay
 #   e.g.  scripts/check_aarch64.sh kernels -- -x -k resize_area
 # Environment:
 #   FASTATARI_ARM64_ROOT    the cached root (default: $HOME/.cache/fastatari/arm64-root, ~750 MB)
@@ -76,6 +80,7 @@ PARITY_TESTS=(
     "tests/vector/test_rollout.py::test_rollout_equals_steps_one_by_one[next_step]"
 )
 KERNEL_TESTS=(tests/kernels)
+REPLAY_TESTS=(tests/replay/test_core.py tests/replay/test_disk.py)
 
 VENV=/opt/fastatari-venv # inside the root
 SRC=/root/fastatari-src  # the working tree's copy, inside the root
@@ -102,7 +107,10 @@ if [[ "${1:-}" != --inside-namespace ]]; then
         GROUP="$1"
         shift
     fi
-    case "$GROUP" in kernels | parity | all) ;; -h | --help) usage 0 ;; *) usage 2 ;; esac
+    case "$GROUP" in -h | --help) usage 0 ;; esac
+    for g in ${GROUP//,/ }; do
+        case "$g" in kernels | parity | replay | all) ;; *) usage 2 ;; esac
+    done
     if [[ $# -gt 0 ]]; then
         [[ "$1" == -- ]] || usage 2
         shift
@@ -429,11 +437,16 @@ run_group() { # run_group NAME TESTS...
 }
 # python -m pytest from $RUN puts $RUN (no fastatari/ there) first on sys.path: the installed
 # package is imported.
-if [[ "$GROUP" == kernels || "$GROUP" == all ]]; then
+wants() { [[ ",$GROUP," == *",$1,"* || "$GROUP" == all ]]; }
+if wants kernels; then
     step "4/5 tests: kernels (${KERNEL_TESTS[*]}), under emulation"
     run_group kernels "${KERNEL_TESTS[@]}"
 fi
-if [[ "$GROUP" == parity || "$GROUP" == all ]]; then
+if wants replay; then
+    step "4/5 tests: replay (${REPLAY_TESTS[*]}), under emulation"
+    run_group replay "${REPLAY_TESTS[@]}"
+fi
+if wants parity; then
     step "5/5 tests: parity (${#PARITY_TESTS[@]} selections), under emulation"
     run_group parity "${PARITY_TESTS[@]}"
 fi
