@@ -188,11 +188,22 @@ class Crash(Exception):
     """Stands for a process killed at that point of a save."""
 
 
+@pytest.mark.parametrize("on_disk", [False, True])
 @pytest.mark.parametrize("kind", ["memory", "prioritized"])
-def test_a_save_cut_short_anywhere_leaves_the_previous_checkpoint(tmp_path, kind, monkeypatch):
-    """Every write, flush, rename and removal of a save in turn fails (as a kill there would
-    stop it): the previous checkpoint still loads, whole, and the next save completes."""
-    make = memories()[kind]
+def test_a_save_cut_short_anywhere_leaves_the_previous_checkpoint(tmp_path, kind, on_disk,
+                                                                  monkeypatch):
+    """Every write, link, flush, rename and removal of a save in turn fails (as a kill there
+    would stop it): the previous checkpoint still loads, whole, and the next save completes.
+    On disk, the memories' complete chunks are links (and the loaded ones map them)."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    disk = dict(disk=str(frames)) if on_disk else {}
+    make_in_memory = memories()[kind]
+
+    def make():
+        memory = make_in_memory()
+        return type(memory)(**memory.init_args(), **disk) if on_disk else memory
+
     memory = make()
     feed(memory, 1500, 0)
     checkpoint.save(tmp_path, memory=memory)
@@ -200,7 +211,7 @@ def test_a_save_cut_short_anywhere_leaves_the_previous_checkpoint(tmp_path, kind
     checkpoint.load(tmp_path, memory=saved)
     feed(memory, 300, 1)
     calls = {"n": 0, "at": -1}
-    real = {"replace": os.replace, "fsync": os.fsync, "unlink": Path.unlink}
+    real = {"replace": os.replace, "fsync": os.fsync, "unlink": Path.unlink, "link": os.link}
 
     def step(name):
         def wrapped(*args, **kwargs):
@@ -213,9 +224,12 @@ def test_a_save_cut_short_anywhere_leaves_the_previous_checkpoint(tmp_path, kind
     monkeypatch.setattr(os, "replace", step("replace"))
     monkeypatch.setattr(os, "fsync", step("fsync"))
     monkeypatch.setattr(Path, "unlink", step("unlink"))
+    monkeypatch.setattr(os, "link", step("link"))
     checkpoint.save(tmp_path / "count", memory=memory)  # how many steps a save has
     points = calls["n"]
     assert points > 5
+    linked = sum(p.stat().st_nlink > 1 for p in (tmp_path / "count" / "data").iterdir())
+    assert bool(linked) == on_disk
     for at in range(1, points + 1):
         calls.update(n=0, at=at)
         try:
