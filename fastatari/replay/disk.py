@@ -50,6 +50,14 @@ def _sweep(folder: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _same_file(f: IO[bytes], path: Path) -> bool:
+    """Whether ``path`` still names the open file ``f`` (not removed since it was opened)."""
+    try:
+        return os.path.samestat(os.fstat(f.fileno()), os.stat(path))
+    except OSError:
+        return False
+
+
 def _remove(path: Path, lock: IO[bytes]) -> None:
     lock.close()
     shutil.rmtree(path, ignore_errors=True)
@@ -64,11 +72,17 @@ class LiveFolder:
         if not folder.is_dir():
             raise ValueError(f"disk must be an existing folder, got {str(folder)!r}")
         _sweep(folder)
-        path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=folder))
-        lock = open(path / LOCK, "wb")  # (a sweep that opens it before the lock skips it)
-        if not _try_lock(lock):
+        for _ in range(100):
+            path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=folder))
+            lock = open(path / LOCK, "wb")
+            if _try_lock(lock) and _same_file(lock, path / LOCK):
+                break
+            # another store's sweep took the lock between the file's making and ours (and may
+            # have removed the folder): a new one
             lock.close()
-            raise OSError(f"cannot lock {path / LOCK}")
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            raise OSError(f"cannot make a locked folder in {folder}")
         self.path = path
         self._finalizer = weakref.finalize(self, _remove, path, lock)
 

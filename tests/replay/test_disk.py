@@ -127,3 +127,21 @@ def test_open_refuses_what_is_not_a_memory_of_its_class(tmp_path):
     with pytest.raises(ValueError, match="not on disk"):
         memory.save()
     assert_same(ReplayMemory.open(tmp_path / "m", disk=None), memory)
+
+
+def test_a_store_whose_new_folder_a_sweep_took_makes_another(tmp_path, monkeypatch):
+    """Another process's sweep may lock (and remove) a store's folder between its making and
+    the store's lock: the store makes another, and nothing of the first is left."""
+    from fastatari.replay import disk
+
+    real, tries = disk._try_lock, []
+
+    def swept_first(f):
+        tries.append(f.name)
+        return len(tries) > 1 and real(f)
+
+    monkeypatch.setattr(disk, "_try_lock", swept_first)
+    store = FrameStore(64, 1, (4, 6, 5), 4, 0, disk=str(tmp_path))
+    assert len(tries) == 2 and len(live_folders(tmp_path)) == 1
+    assert str(live_folders(tmp_path)[0]) in tries[1]
+    del store
