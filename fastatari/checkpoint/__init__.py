@@ -104,9 +104,9 @@ def memory_args(folder: Any, kind: str) -> Dict[str, Any]:
     if not isinstance(args, dict) or "class" not in args:
         raise CheckpointError(f"{folder}: the checkpoint holds no replay memory to open")
     args = dict(tree.decode(args, {}))
-    if args.pop("class") != kind:
-        raise CheckpointError(f"{folder}: the checkpoint holds a {document['memory_args']['class']}"
-                              f", not a {kind}")
+    saved = args.pop("class")
+    if saved != kind:
+        raise CheckpointError(f"{folder}: the checkpoint holds a {saved}, not a {kind}")
     return args
 
 

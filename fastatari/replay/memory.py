@@ -68,7 +68,7 @@ class ReplayMemory(Saving):
         return self.frames.obs_shape
 
     @property
-    def disk(self) -> Optional[str]:  # type: ignore[override]
+    def disk(self) -> Optional[str]:
         """The folder the frames live in, or None (in memory)."""
         return self.frames.disk
 

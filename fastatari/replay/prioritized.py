@@ -113,7 +113,7 @@ class PrioritizedReplayBuffer(Saving):
         self.windows: List[Deque[_Step]] = [deque() for _ in range(self.n_envs)]
 
     @property
-    def disk(self) -> Optional[str]:  # type: ignore[override]
+    def disk(self) -> Optional[str]:
         """The folder the frames live in, or None (in memory)."""
         return self.stores[0].disk
 

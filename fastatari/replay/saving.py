@@ -14,7 +14,10 @@ class Saving:
     """``save``, ``load`` and ``open`` for a memory that has ``state_dict(pieces=)``,
     ``load_state_dict``, a ``disk`` folder (or None) and :meth:`init_args`."""
 
-    disk: Optional[str]
+    @property
+    def disk(self) -> Optional[str]:
+        """The folder the frames live in, or None (in memory)."""
+        raise NotImplementedError
 
     def init_args(self) -> Dict[str, Any]:
         """The constructor's arguments that make a memory of this one's shape (JSON-ready;
@@ -52,6 +55,11 @@ class Saving:
         args = checkpoint.memory_args(folder, cls.__name__)
         args["disk"] = folder
         args.update(changes)
-        memory = cls(**args)
+        try:
+            memory = cls(**args)
+        except (TypeError, ValueError) as error:
+            raise checkpoint.CheckpointError(
+                f"{folder}: the arguments saved with the memory, with {sorted(changes)} "
+                f"changed, do not make a {cls.__name__}: {error}") from None
         memory.load(folder)
         return memory

@@ -126,6 +126,8 @@ def test_open_refuses_what_is_not_a_memory_of_its_class(tmp_path):
         ReplayMemory.open(tmp_path / "a")
     with pytest.raises(ValueError, match="not on disk"):
         memory.save()
+    with pytest.raises(CheckpointError, match="do not make a ReplayMemory: .*n_step"):
+        ReplayMemory.open(tmp_path / "m", n_step=3)
     assert_same(ReplayMemory.open(tmp_path / "m", disk=None), memory)
 
 
