@@ -39,6 +39,7 @@ def losses(path: Path) -> dict:
     return seen
 
 
+# Each memory under each autoreset mode of the vector env, and under the EnvPool front.
 # Episodes are cut at 256 frames (about 64 steps); where a checkpoint is saved on the step an
 # episode ended (122 in the vector env's next_step mode with checkpoints every 61, 128 in the
 # EnvPool front's), the resume starts with that env's reset pending.
@@ -47,6 +48,10 @@ CASES = {
     "same_step-prioritized": (["--buffer", "prioritized", "--num-envs", "2"], 64, 250),
     "next_step-disk": (["--buffer", "uniform", "--autoreset-mode", "next_step",
                         "--buffer-disk", "frames"], 61, 150),
+    "next_step-prioritized": (["--buffer", "prioritized", "--autoreset-mode", "next_step"],
+                              61, 150),
+    "disabled": (["--buffer", "uniform", "--num-envs", "2", "--autoreset-mode", "disabled"],
+                 64, 250),
     "disabled-prioritized": (["--buffer", "prioritized", "--num-envs", "2",
                               "--autoreset-mode", "disabled"], 64, 250),
     "envpool-prioritized-disk": (["--buffer", "prioritized", "--env-api", "envpool",
