@@ -16,20 +16,26 @@ import resource
 import shutil
 import tempfile
 import time
+from typing import List
 
 import numpy as np
+from tqdm import tqdm
 
 from fastatari import checkpoint
 from fastatari.replay import ReplayMemory
 
 
-def feed(memory: ReplayMemory, steps: int, envs: int, rng: np.random.Generator,
+def feed(memories: List[ReplayMemory], steps: int, envs: int, rng: np.random.Generator,
          obs: np.ndarray) -> np.ndarray:
+    """``steps`` steps of ``envs`` streams, the same into every memory, each step a new random
+    frame per env after the stacks ``obs``; the last next observations."""
     zeros = np.zeros(envs, bool)
-    for _ in range(steps):
+    for _ in tqdm(range(steps), desc="adding", unit="step", mininterval=5):
         new = rng.integers(0, 256, (envs, 1, 84, 84), dtype=np.uint8)
         nxt = np.concatenate([obs[:, 1:], new], axis=1)
-        memory.add(obs, nxt, rng.integers(0, 4, envs), rng.normal(size=envs), zeros, zeros)
+        actions, rewards = rng.integers(0, 4, envs), rng.normal(size=envs)
+        for memory in memories:
+            memory.add(obs, nxt, actions, rewards, zeros, zeros)
         obs = nxt
     return obs
 
@@ -45,7 +51,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     memory = ReplayMemory(args.transitions, (4, 84, 84), args.envs)
     obs = rng.integers(0, 256, (args.envs, 4, 84, 84), dtype=np.uint8)
-    obs = feed(memory, args.transitions // args.envs, args.envs, rng, obs)
+    obs = feed([memory], args.transitions // args.envs, args.envs, rng, obs)
     folder = args.folder or tempfile.mkdtemp(prefix="fastatari-checkpoint-")
     try:
         began = time.perf_counter()
@@ -53,7 +59,7 @@ def main() -> None:
         full_s = time.perf_counter() - began
         on_disk = sum(os.path.getsize(os.path.join(folder, "data", name))
                       for name in os.listdir(os.path.join(folder, "data")))
-        feed(memory, args.new // args.envs, args.envs, rng, obs)
+        feed([memory], args.new // args.envs, args.envs, rng, obs)
         began = time.perf_counter()
         step = checkpoint.save(folder, memory=memory)
         step_s = time.perf_counter() - began

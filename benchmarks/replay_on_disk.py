@@ -6,7 +6,8 @@ process that made it is gone).
     python benchmarks/replay_on_disk.py [--transitions 1000000] [--envs 8] [--folder DIR]
                                         [--no-twin]
 
-84x84 frames in stacks of 4, each step a new frame per env (none repeats: the worst case);
+84x84 frames in stacks of 4, each step a new random frame per env (none repeats: the worst
+case; fed as ``checkpoint_times.py`` feeds its memory);
 ``--no-twin`` leaves out the in-memory twin (for a memory larger than RAM: then only the disk
 memory is made, sampled and measured). Resident memory is the kernel's split of it
 (``/proc/self/status``, Linux): ``RssAnon`` is the process's own, ``RssFile`` the mapped
@@ -20,10 +21,10 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Dict, List
+from typing import Dict
 
 import numpy as np
-from tqdm import tqdm
+from checkpoint_times import feed  # (this folder is the script's import path)
 
 from fastatari.replay import ReplayMemory
 
@@ -37,23 +38,6 @@ def resident() -> Dict[str, float]:
         return {}
     return {line.split(":")[0]: int(line.split()[1]) / 2**20 for line in lines
             if line.startswith(("RssAnon", "RssFile", "VmHWM"))}
-
-
-def feed(memories: List[ReplayMemory], steps: int, envs: int, seed: int) -> None:
-    """``steps`` steps of ``envs`` streams into every memory: a new frame per env each step
-    (one of 512 random frames with the step's number written into its first bytes)."""
-    rng = np.random.default_rng(seed)
-    pool = rng.integers(0, 256, (512, envs, 1, 84, 84), dtype=np.uint8)
-    obs = rng.integers(0, 256, (envs, 4, 84, 84), dtype=np.uint8)
-    zeros = np.zeros(envs, bool)
-    for t in tqdm(range(steps), desc="adding", unit="step", mininterval=5):
-        new = pool[t % 512]
-        new[:, 0, 0, :8] = np.frombuffer(np.int64(t).tobytes(), np.uint8)
-        nxt = np.concatenate([obs[:, 1:], new], axis=1)
-        actions, rewards = rng.integers(0, 4, envs), rng.normal(size=envs)
-        for memory in memories:
-            memory.add(obs, nxt, actions, rewards, zeros, zeros)
-        obs = nxt
 
 
 def sample_time(memory: ReplayMemory, batches: int, batch_size: int) -> float:
@@ -86,7 +70,9 @@ def main() -> None:
         disk = ReplayMemory(args.transitions, shape, n, disk=folder)
         memories = [disk] if args.no_twin else [disk, ReplayMemory(args.transitions, shape, n)]
         began = time.perf_counter()
-        feed(memories, args.transitions // n, n, 0)
+        rng = np.random.default_rng(0)
+        obs = feed(memories, args.transitions // n, n, rng,
+                   rng.integers(0, 256, (n, *shape), dtype=np.uint8))
         fill_s = time.perf_counter() - began
         rss = resident()
         on_disk = disk.frames.nbytes  # (frames: live chunk files)
@@ -106,7 +92,7 @@ def main() -> None:
         began = time.perf_counter()
         first = disk.save()
         first_s = time.perf_counter() - began
-        feed([disk], args.new // n, n, 1)
+        feed([disk], args.new // n, n, rng, obs)
         began = time.perf_counter()
         second = disk.save()
         second_s = time.perf_counter() - began

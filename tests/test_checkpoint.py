@@ -36,10 +36,11 @@ def feed(memory, steps: int, seed: int) -> None:
             memory.add(obs, nxt, actions, rewards, term, trunc)
 
 
-def memories():
-    return {"memory": lambda: ReplayMemory(8000, SHAPE, n_envs=N_ENVS),
+def memories(**kw):
+    """Makers of each kind of memory (``kw``: ``disk=``, for one on disk)."""
+    return {"memory": lambda: ReplayMemory(8000, SHAPE, n_envs=N_ENVS, **kw),
             "prioritized": lambda: PrioritizedReplayBuffer(8000, SHAPE, None, 3, 0.9,
-                                                           n_envs=N_ENVS)}
+                                                           n_envs=N_ENVS, **kw)}
 
 
 def equal_samples(a, b) -> bool:
@@ -197,13 +198,7 @@ def test_a_save_cut_short_anywhere_leaves_the_previous_checkpoint(tmp_path, kind
     On disk, the memories' complete chunks are links (and the loaded ones map them)."""
     frames = tmp_path / "frames"
     frames.mkdir()
-    disk = dict(disk=str(frames)) if on_disk else {}
-    make_in_memory = memories()[kind]
-
-    def make():
-        memory = make_in_memory()
-        return type(memory)(**memory.init_args(), **disk) if on_disk else memory
-
+    make = memories(**(dict(disk=str(frames)) if on_disk else {}))[kind]
     memory = make()
     feed(memory, 1500, 0)
     checkpoint.save(tmp_path, memory=memory)

@@ -59,21 +59,17 @@ cdef class _Pointers:
 cdef class MappedFile:
     """The first ``nbytes`` of the file ``path`` mapped into memory, shared with the file
     (writable or read-only), unmapped when the last array over it goes:
-    ``np.frombuffer(mapped, np.uint8)`` is its bytes. The file is not kept open (``fd``: an
-    open descriptor of it to map, which the caller closes)."""
+    ``np.frombuffer(mapped, np.uint8)`` is its bytes. The file is not kept open."""
     cdef void *address
     cdef Py_ssize_t length
     cdef readonly object path
     cdef readonly bint writable
 
-    def __cinit__(self, path, int64_t nbytes, bint writable=False, fd=None):
+    def __cinit__(self, path, int64_t nbytes, bint writable=False):
         if nbytes <= 0:
             raise ValueError(f"a mapping needs at least one byte, got {nbytes}")
         self.path, self.length, self.writable = os.fspath(path), nbytes, writable
-        own = fd is None
-        if own:
-            fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY)
-                         | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, (os.O_RDWR if writable else os.O_RDONLY) | getattr(os, "O_BINARY", 0))
         try:
             if os.fstat(fd).st_size < nbytes:  # (a page past the end would fault on access)
                 raise ValueError(f"{self.path}: {os.fstat(fd).st_size} bytes, {nbytes} mapped")
@@ -81,8 +77,7 @@ cdef class MappedFile:
             if self.address == NULL:
                 raise OSError(errno, f"cannot map {self.path}: {os.strerror(errno)}")
         finally:
-            if own:
-                os.close(fd)
+            os.close(fd)
 
     def __dealloc__(self):
         if self.address != NULL:
@@ -133,12 +128,12 @@ def mapping_of(array):
     return None
 
 
-def map_array(path, dtype, shape, bint writable=False, fd=None):
+def map_array(path, dtype, shape, bint writable=False):
     """An array of ``dtype`` and ``shape`` over the start of the file ``path``, mapped
     (:class:`MappedFile`)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    return np.frombuffer(MappedFile(path, nbytes, writable, fd), dtype).reshape(shape)
+    return np.frombuffer(MappedFile(path, nbytes, writable), dtype).reshape(shape)
 
 
 cdef class FrameStore:
@@ -173,7 +168,6 @@ cdef class FrameStore:
     #: the same frame there: what an incremental checkpoint relies on to skip what it wrote.
     cdef readonly object lineage
     cdef object live  # the LiveFolder of the store's chunk files (disk only)
-    cdef dict own_files  # chunk number: its file in ``live`` (not the checkpoints' it maps)
     # the stored slots' oldest frames, as a monotone queue over the ring: (slot, its oldest
     # serial) from the oldest slot on, each entry's serial above the one before (a slot
     # with no older frame after it is dropped), so the first is the oldest frame any slot
@@ -213,7 +207,7 @@ cdef class FrameStore:
         self.window = self.window_array
         self.window_head = self.window_len = 0
         self.chunks, self.spares = {}, []
-        self.disk, self.live, self.own_files = None, None, {}
+        self.disk, self.live = None, None
         if disk is not None:
             self.live = LiveFolder(disk)
             self.disk = os.fspath(disk)
@@ -233,20 +227,14 @@ cdef class FrameStore:
             if self.spares:
                 return self.spares.pop()
             return np.empty((CHUNK, self.frame_bytes), np.uint8)
-        fd = self.live.new_chunk_file(number, CHUNK * self.frame_bytes)
-        try:
-            chunk = map_array(self.live.chunk_path(number), np.uint8,
-                              (CHUNK, self.frame_bytes), True, fd)
-        finally:
-            os.close(fd)
-        self.own_files[number] = self.live.chunk_path(number)
-        return chunk
+        path = self.live.new_chunk(number, CHUNK * self.frame_bytes)
+        return map_array(path, np.uint8, (CHUNK, self.frame_bytes), True)
 
     cdef _spare(self, int64_t number, chunk):
         """Chunk ``number``, which no transition needs any more: kept for reuse in memory; on
         disk its file is unlinked (a new chunk is a new file: a checkpoint may link this one)."""
         if self.live is not None:
-            self.live.drop(self.own_files.pop(number, None))
+            self.live.drop(number)  # (none for a checkpoint's chunk it maps)
         elif len(self.spares) < SPARES:
             self.spares.append(chunk)
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import weakref
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import IO, Any
 
 __all__ = ["LiveFolder"]
 
@@ -86,32 +86,23 @@ class LiveFolder:
         self.path = path
         self._finalizer = weakref.finalize(self, _remove, path, lock)
 
-    def chunk_path(self, number: int) -> str:
-        """The name of chunk ``number``'s file."""
+    def _chunk_path(self, number: int) -> str:
         return str(self.path / f"{number}.frames")
 
-    def new_chunk_file(self, number: int, nbytes: int) -> int:
-        """A new file for chunk ``number``, ``nbytes`` of zeros, opened for reading and
-        writing: its descriptor (the caller closes it). An old file of that name is unlinked
-        first, never rewritten (a checkpoint's hard link may share it)."""
-        path = self.chunk_path(number)
-        self.drop(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0))
-        try:
-            os.ftruncate(fd, nbytes)
-        except OSError:
-            os.close(fd)
-            raise
-        return fd
+    def new_chunk(self, number: int, nbytes: int) -> str:
+        """A new file for chunk ``number``, ``nbytes`` of zeros: its name. An old file of that
+        name is unlinked first, never rewritten (a checkpoint's hard link may share it)."""
+        path = self._chunk_path(number)
+        self.drop(number)
+        with open(path, "xb") as f:
+            f.truncate(nbytes)
+        return path
 
-    @staticmethod
-    def drop(path: Optional[str]) -> None:
-        """Unlink a chunk's file (its mapping stays valid; where the system refuses while it is
-        mapped, it goes with the folder)."""
-        if path is None:
-            return
+    def drop(self, number: int) -> None:
+        """Unlink chunk ``number``'s file, if there is one (its mapping stays valid; where the
+        system refuses while it is mapped, it goes with the folder)."""
         try:
-            os.unlink(path)
+            os.unlink(self._chunk_path(number))
         except OSError:
             pass
 

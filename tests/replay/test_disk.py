@@ -18,7 +18,7 @@ from fastatari.checkpoint import CheckpointError
 from fastatari.replay import PrioritizedReplayBuffer, ReplayMemory
 from fastatari.replay._core import CHUNK, FrameStore
 
-from ..test_checkpoint import SHAPE, feed, same_samples
+from ..test_checkpoint import SHAPE, feed, memories, same_samples
 from .test_core import check_all, fill
 from .twins import assert_same
 
@@ -74,16 +74,10 @@ def test_a_store_on_disk_holds_no_descriptor_per_chunk(tmp_path):
     assert len(os.listdir("/proc/self/fd")) <= before + 2
 
 
-def disk_memories(folder):
-    return {"memory": lambda **kw: ReplayMemory(8000, SHAPE, n_envs=2, **kw),
-            "prioritized": lambda **kw: PrioritizedReplayBuffer(8000, SHAPE, None, 3, 0.9,
-                                                                n_envs=2, **kw)}
-
-
 @pytest.mark.parametrize("kind", ["memory", "prioritized"])
 def test_a_memory_on_disk_saves_by_links_and_reopens_exactly(tmp_path, kind):
-    make = disk_memories(tmp_path)[kind]
-    memory, twin = make(disk=str(tmp_path)), make()
+    make = memories()[kind]
+    memory, twin = memories(disk=str(tmp_path))[kind](), make()
     feed(memory, 4500, 0)  # chunks complete, released, the ring wrapped
     feed(twin, 4500, 0)
     first = memory.save()  # into its own folder
