@@ -91,26 +91,29 @@ cdef class _ResultSlot:
     """One set of the arrays ``step`` returns for ``rows`` envs (rewards, flags, the info's
     arrays and masks; ``with_obs`` for a ``recv`` batch: the observations too): reused, written
     in place of fresh copies, while no caller holds any of them, so a step that allocates
-    nothing builds nothing but its dicts; a fresh set when each is held."""
+    nothing builds nothing but its dicts; a fresh set when each is held. ``shared``: a batch
+    slot of the shared memory (``SharedBuffers.batches``), whose rows the workers write."""
     cdef Py_ssize_t rows
     cdef object obs, reward, terminated, truncated, done, game_index, index_mask, life_loss
-    cdef object game_done, game_key, game_mask_key
+    cdef object game_done, game_key, game_mask_key, env_id, mark, index_column
     cdef dict info, game  # templates: the field arrays and masks; the game columns and masks
     cdef tuple copies, masks, wheres  # (array, column) pairs; mask arrays; pairs
     cdef tuple arrays
     cdef object idle_refs
 
-    def __init__(self, VectorStep step, Py_ssize_t rows, bint with_obs):
-        def like(column):
+    def __init__(self, VectorStep step, Py_ssize_t rows, bint with_obs, dict shared=None):
+        def like(column, name):
+            if shared is not None:
+                return shared[name]
             return np.empty((rows,) + column.shape[1:], column.dtype)
 
         self.rows = rows
         self.life_loss = step.life_loss if step.life_loss_info else None
         self.game_done, self.game_key = step.game_done_array, step.game_key
         self.game_mask_key = step.game_mask_key
-        self.obs = like(step.obs) if with_obs else None
-        self.reward, self.terminated, self.truncated = like(step.reward), \
-            like(step.terminated), like(step.truncated)
+        self.obs = like(step.obs, "obs") if with_obs else None
+        self.reward, self.terminated, self.truncated = like(step.reward, "reward"), \
+            like(step.terminated, "terminated"), like(step.truncated, "truncated")
         copies = [(self.reward, step.reward), (self.terminated, step.terminated),
                   (self.truncated, step.truncated)]
         if with_obs:
@@ -118,24 +121,31 @@ cdef class _ResultSlot:
         masks = []
         self.info = {}
         for name, column in step.fields:
-            array, mask = like(column), np.empty(rows, np.bool_)
+            array, mask = like(column, name), np.empty(rows, np.bool_)
             self.info[name], self.info["_" + name] = array, mask
             copies.append((array, column))
             masks.append(mask)
         self.game_index = self.index_mask = None
-        if step.game_index is not None:
-            self.game_index, self.index_mask = like(step.game_index), np.empty(rows, np.bool_)
-            copies.append((self.game_index, step.game_index))
+        self.index_column = step.game_index
+        if step.game_index is not None:  # the trainer's own column: copied here in every case
+            self.game_index, self.index_mask = np.empty(rows, step.game_index.dtype), \
+                np.empty(rows, np.bool_)
             masks.append(self.index_mask)
-        self.done = like(step.game_done_array)
+        self.done = like(step.game_done_array, "game_done")
         self.game = {}
         wheres = []
         for name, column in step.game_columns:
-            array = like(column)
+            array = like(column, "game_" + name)
             self.game[name], self.game["_" + name] = array, self.done
             wheres.append((array, column))
+        self.env_id = self.mark = None
+        ids = ()
+        if shared is not None:
+            self.env_id, self.mark = shared["env_id"], shared["mark"]
+            ids = (self.env_id,)
         self.copies, self.masks, self.wheres = tuple(copies), tuple(masks), tuple(wheres)
-        self.arrays = tuple(a for a, _ in copies + wheres) + tuple(masks) + (self.done,)
+        self.arrays = tuple(a for a, _ in copies + wheres) + tuple(masks) + (self.done,) + ids \
+            + (() if self.game_index is None else (self.game_index,))
         self.idle_refs = None  # counted at the first look, once this constructor's names are gone
 
     cdef bint idle(self):
@@ -161,13 +171,10 @@ cdef class _ResultSlot:
         cdef const char *src
         for pair in self.copies:
             _take_rows(pair[0], pair[1], &sel[0], whole, n)
-        for mask in self.masks:
-            memset(_data(mask), 1, n)
         if self.life_loss is not None:  # ale-py's: terminated at a life loss, episode goes on
             flag, lost = <uint8_t *>_data(self.terminated), <uint8_t *>_data(self.life_loss)
             for j in range(n):
                 flag[j] |= lost[sel[j]]
-        info = PyDict_Copy(self.info)
         if games:  # a finished game's statistics, zeros for the other envs
             _take_rows(self.done, self.game_done, &sel[0], whole, n)
             done = <uint8_t *>_data(self.done)
@@ -179,9 +186,56 @@ cdef class _ResultSlot:
                         memcpy(dst + j * size, src + sel[j] * size, size)
                     else:
                         memset(dst + j * size, 0, size)
+        return self._finish(sel, whole, obs, games)
+
+    cdef tuple fill_in_place(self, Transport transport, const int64_t[::1] sel, int64_t first,
+                             bint games):
+        """The return value of a ``recv`` whose rows the workers wrote into this (shared)
+        set, row ``j`` for ticket ``first + j`` (env ``sel[j]``), and how many rows were
+        copied here: those not marked with their ticket (the env took it before the set was
+        opened for it)."""
+        cdef Py_ssize_t j
+        cdef int64_t *mark = <int64_t *>_data(self.mark)
+        cdef Py_ssize_t copied = 0
+        for j in range(self.rows):
+            if transport.load(&mark[j]) != first + j:
+                self._copy_row(j, sel[j])
+                copied += 1
+        return self._finish(sel, False, None, games), copied
+
+    cdef void _copy_row(self, Py_ssize_t j, int64_t i):
+        """Env ``i``'s results into row ``j``, as a worker writes them (``Deliverer``)."""
+        cdef Py_ssize_t size
+        cdef tuple pair
+        cdef bint done = (<uint8_t *>_data(self.game_done))[i]
+        for pair in self.copies:
+            size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // self.rows
+            memcpy(_data(pair[0]) + j * size, _data(pair[1]) + i * size, size)
+        if self.life_loss is not None:
+            (<uint8_t *>_data(self.terminated))[j] |= (<uint8_t *>_data(self.life_loss))[i]
+        (<uint8_t *>_data(self.done))[j] = done
+        for pair in self.wheres:
+            size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // self.rows
+            if done:
+                memcpy(_data(pair[0]) + j * size, _data(pair[1]) + i * size, size)
+            else:
+                memset(_data(pair[0]) + j * size, 0, size)
+        (<int64_t *>_data(self.env_id))[j] = i
+
+    cdef tuple _finish(self, const int64_t[::1] sel, bint whole, obs, bint games):
+        """The masks, the info dict (a finished game's statistics only where a game ended)
+        and each env's game: the return value."""
+        cdef Py_ssize_t n = self.rows
+        for mask in self.masks:
+            memset(_data(mask), 1, n)
+        info = PyDict_Copy(self.info)
+        if games:
             info[self.game_key], info[self.game_mask_key] = PyDict_Copy(self.game), self.done
         if self.game_index is not None:
+            _take_rows(self.game_index, self.index_column, &sel[0], whole, n)
             info["game_index"], info["_game_index"] = self.game_index, self.index_mask
+        if self.env_id is not None:
+            info["env_id"] = self.env_id
         return (obs if self.obs is None else self.obs), self.reward, self.terminated, \
             self.truncated, info
 
@@ -222,6 +276,20 @@ cdef class VectorStep:
     cdef Py_ssize_t idle_refs
     cdef int output
     cdef bint copy, life_loss_info, same_step, track_ended, disabled
+    # the batch slots the workers write in place (recv): each slot's first ticket (shared:
+    # the workers read it; -1 closed) and the trainer's copy of it (``opened``); ``base``, the
+    # ticket of the next batch's first row; ``ahead``, the first ticket of no open slot;
+    # ``synced``: ``base`` is known (from a send with nothing in flight until a batch other
+    # than the next ``batch_size`` tickets)
+    cdef tuple shared_slots
+    cdef object first_array
+    cdef int64_t *first
+    cdef int64_t[::1] opened
+    cdef int64_t base, ahead
+    cdef bint synced
+    #: ``recv`` batches returned in the slot the workers wrote, and the rows of those the
+    #: trainer copied itself (their envs took their tickets before the slot opened)
+    cdef readonly int64_t batches_in_place, rows_copied
 
     def __init__(self, buffers, EnvBook book, fields, game_key, game_fields, game_index,
                  int64_t num_actions, bint copy, bint life_loss_info, bint same_step,
@@ -269,6 +337,15 @@ cdef class VectorStep:
         self.step_slots = tuple(_ResultSlot(self, self.n, False) for _ in range(RESULT_SLOTS))
         self.batch_slots = tuple(_ResultSlot(self, batch_size, True)
                                  for _ in range(RESULT_SLOTS if batch_size else 0))
+        batches = buffers.batches if self.transport is not None else ()
+        if batches and len(batches[0]["mark"]) != batch_size:
+            raise ValueError("the batch slots must have batch_size rows")
+        self.shared_slots = tuple(_ResultSlot(self, batch_size, True, dict(b)) for b in batches)
+        self.first_array = buffers.batch_first
+        self.first = <int64_t *>_data(self.first_array) if batches else NULL
+        self.opened = np.full(len(batches), -1, np.int64)
+        self.base = self.ahead = 0
+        self.synced = False
 
     @property
     def closed(self):
@@ -327,6 +404,8 @@ cdef class VectorStep:
         cdef bint plain = True
         cdef int found
         cdef uint8_t *ops = NULL
+        if self.synced:
+            self._unsync()  # a step's completions are no batch
         for i in range(self.n):
             if self.book.ended[i] or self.book.restarted[i]:
                 plain = False
@@ -421,6 +500,8 @@ cdef class VectorStep:
         cdef Py_ssize_t run
         if self.book.any_restarted(ids):  # answered at once: after the envs done before them
             self.book.apply(self.executor.collect(0))
+        if not self.synced and self.shared_slots and self.book.in_flight() == 0:
+            self._resync()
         run = self.book.mark_sent(ids, self.ops_v)
         if run == 0:
             return
@@ -440,7 +521,13 @@ cdef class VectorStep:
         want = min(self.batch_size, book.in_flight())
         if want == 0:
             raise ValueError("recv() with no env in flight")  # the front checks first
-        if self.transport is not None and book.count == 0:
+        if self.synced and (want < self.batch_size or book.count):
+            self._unsync()  # this batch is not the next batch_size tickets
+        if self.synced:
+            results = self._recv_in_place(want)
+            if results is not None:
+                return results
+        elif self.transport is not None and book.count == 0:
             found = self.transport.wait(self.transport.collected + want, self.transport.timeout)
             if found == FA_DONE:
                 ids = self.transport.take(True, want)
@@ -461,10 +548,70 @@ cdef class VectorStep:
         (<dict>results[4])["env_id"] = ids
         return results
 
+    # -- batches written in place --------------------------------------------------------------
+    cdef _recv_in_place(self, Py_ssize_t want):
+        """The batch of the next ``want`` (``batch_size``) tickets, the envs idle again: the
+        shared slot the workers wrote it into (where one was open for it), else gathered.
+        None when a fault answered a wait (applied to the book: the caller collects)."""
+        cdef Py_ssize_t i, s
+        cdef int64_t base = self.base
+        cdef int found
+        cdef const int64_t[::1] taken
+        cdef Transport transport = self.transport
+        found = transport.wait(transport.collected + want, transport.timeout)
+        while found == FA_DONE and self.synced and self.base == base:
+            ids = transport.take_range(base, want)
+            if ids is None:  # a worker took one of these tickets and is writing its row
+                found = transport.wait(transport.completed() + 1, transport.timeout)
+                continue
+            taken = ids
+            for i in range(want):
+                self.book.phase[taken[i]] = PHASE_IDLE
+            self.base += want
+            for s in range(len(self.shared_slots)):
+                if self.opened[s] == base:
+                    results = self._results(ids, self.shared_slots[s], base)
+                    break
+            else:  # no slot was free when these tickets began: gathered
+                results = self._batch(ids)
+            self._open_ahead()
+            return results
+        self._unsync()
+        if found != FA_DONE:
+            self.book.apply(self.executor.after_wait(found, True))
+        return None
+
+    cdef void _open_ahead(self):
+        """Open each free slot whose batch is over for the next batch not yet open. (A slot
+        whose tickets are all below ``base`` has no worker writing into it any more.)"""
+        cdef Py_ssize_t s
+        for s in range(len(self.shared_slots)):
+            if self.opened[s] < self.base and (<_ResultSlot>self.shared_slots[s]).idle():
+                self.opened[s] = self.ahead
+                self.transport.store(&self.first[s], self.ahead)
+                self.ahead += self.batch_size
+
+    cdef void _resync(self):
+        """Nothing in flight: no worker holds a ticket, the next batch starts at the next."""
+        self.base = self.ahead = self.transport.issued()
+        self.synced = True
+        self._open_ahead()
+
+    cdef void _unsync(self):
+        """Close every slot (a worker that read one open may still write a row there, never
+        one the trainer returns: a slot opens again only at the next :meth:`_resync`)."""
+        cdef Py_ssize_t s
+        self.synced = False
+        for s in range(len(self.shared_slots)):
+            if self.opened[s] >= 0:
+                self.opened[s] = -1
+                self.transport.store(&self.first[s], -1)
+
     # -- results -------------------------------------------------------------------------------
-    cdef _results(self, ids):
+    cdef _results(self, ids, _ResultSlot in_place=None, int64_t first=0):
         """The ``(obs, reward, terminated, truncated, info)`` of every env (``ids`` None: a
-        synchronous step) or of ``ids`` (an int64 array: a ``recv``); records which envs'
+        synchronous step) or of ``ids`` (an int64 array: a ``recv``; ``in_place``: the shared
+        slot the workers wrote them into, from ticket ``first``); records which envs'
         episodes ended."""
         cdef Py_ssize_t i, j, k
         cdef const int64_t[::1] sel = self.every if ids is None else ids
@@ -488,7 +635,12 @@ cdef class VectorStep:
             else:
                 obs = self.obs.copy() if self.copy else self.obs
         results = None
-        for slot in (self.step_slots if whole else self.batch_slots):
+        if in_place is not None:
+            results, copied = in_place.fill_in_place(self.transport, sel, first, games)
+            self.batches_in_place += 1
+            self.rows_copied += copied
+        for slot in (() if in_place is not None else self.step_slots if whole
+                     else self.batch_slots):
             if (<_ResultSlot>slot).rows == k and (<_ResultSlot>slot).idle():
                 results = (<_ResultSlot>slot).fill(sel, whole, obs, games)
                 break

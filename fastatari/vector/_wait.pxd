@@ -30,5 +30,10 @@ cdef class Transport:
     cdef int _check_open(self) except -1
     cdef int wait(self, int64_t target, double limit) except -1
     cdef take(self, bint in_order, Py_ssize_t limit)
+    cdef take_range(self, int64_t base, Py_ssize_t want)
+    cdef int64_t issued(self) noexcept nogil
+    cdef int64_t completed(self) noexcept nogil
+    cdef int64_t load(self, const int64_t *word) noexcept nogil
+    cdef void store(self, int64_t *word, int64_t value) noexcept nogil
     cdef void untake(self, const int64_t[::1] ids)
     cdef int round_trip(self, const uint8_t *ops, int32_t output) except -1

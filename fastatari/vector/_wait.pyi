@@ -1,3 +1,5 @@
+from typing import Any, Mapping, Sequence, Tuple
+
 import numpy as np
 import numpy.typing as npt
 
@@ -26,6 +28,19 @@ def claim(ops: npt.NDArray[np.uint8], i: int) -> int: ...
 def output(control: npt.NDArray[np.uint8]) -> int: ...
 def complete(control: npt.NDArray[np.uint8], tickets: npt.NDArray[np.int64], i: int,
              evfd: int) -> None: ...
+
+PLAIN: int
+GAME: int
+TERMINATED: int
+
+class Deliverer:
+    def __init__(self, control: npt.NDArray[np.uint8], tickets: npt.NDArray[np.int64],
+                 batch_first: npt.NDArray[np.int64],
+                 batches: Sequence[Mapping[str, npt.NDArray[Any]]],
+                 columns: Sequence[Tuple[str, npt.NDArray[Any], int]],
+                 game_done: npt.NDArray[np.bool_],
+                 life_loss: npt.NDArray[np.bool_] | None) -> None: ...
+    def complete(self, i: int, evfd: int) -> None: ...
 
 class Transport:
     collected: int

@@ -2,8 +2,8 @@
 # Directives (boundscheck, wraparound, ...) are set in setup.py.
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uintptr_t
-from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memset
+from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -17,15 +17,20 @@ from fastatari.vector.fa_wait cimport (
     FA_TIMEOUT,
     fa_claim,
     fa_complete,
+    fa_complete_as,
     fa_completed,
     fa_control,
     fa_fast_waits,
     fa_generation,
+    fa_issued,
+    fa_load64,
     fa_output,
     fa_publish,
     fa_release_fence,
     fa_seconds,
     fa_set_output,
+    fa_store64,
+    fa_take_ticket,
     fa_wait_done,
     fa_wait_generation,
 )
@@ -172,6 +177,121 @@ def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd)
     fa_complete(_control(control), &tickets[i], evfd)
 
 
+#: How a :class:`Deliverer` writes a column's row into a batch: as it is; a finished game's
+#: statistics (zeros where the env's step ended no game); the terminated flag, or'ed with the
+#: life lost (``life_loss_info``: ale-py's terminated at a life loss)
+cdef enum:
+    _PLAIN = 0
+    _GAME = 1
+    _TERMINATED = 2
+PLAIN, GAME, TERMINATED = _PLAIN, _GAME, _TERMINATED
+
+
+cdef inline char *_address(array):
+    return <char *><uintptr_t>array.ctypes.data
+
+
+cdef class Deliverer:
+    """A worker's completion of an env (:func:`complete`), writing its results of an async
+    step into the ``recv`` batch they belong to on the way: the env's ticket is taken first;
+    where a batch slot is open for it (``batch_first[s] <= ticket < batch_first[s] +
+    batch_size``), the env's row of each column goes into row ``ticket - batch_first[s]`` of
+    that slot, with its ``env_id`` and, last, its ``mark`` (the ticket); then the completion is
+    counted. The trainer then returns the slot instead of gathering the rows (a row whose mark
+    is not its ticket, the trainer copies: the slot opened after the env took its ticket).
+
+    ``columns``: ``(name, column, kind)`` for each column of the env's results (``name`` its
+    name in a slot of ``batches``, ``kind`` :data:`PLAIN`, :data:`GAME` or
+    :data:`TERMINATED`); ``game_done`` and ``life_loss`` (None: not or'ed) the env's flags."""
+
+    cdef fa_control *c
+    cdef int64_t *tickets
+    cdef int64_t *first
+    cdef Py_ssize_t n, slots, rows, count
+    cdef char **src
+    cdef char **dst  # count per slot, slot by slot
+    cdef Py_ssize_t *size
+    cdef uint8_t *kind
+    cdef const uint8_t *game_done
+    cdef const uint8_t *life_loss
+    cdef int64_t **env_id
+    cdef int64_t **mark
+    cdef object arrays
+
+    def __cinit__(self):
+        self.src = self.dst = NULL
+        self.size, self.kind, self.env_id, self.mark = NULL, NULL, NULL, NULL
+
+    def __init__(self, uint8_t[::1] control, int64_t[::1] tickets, batch_first, batches,
+                 columns, game_done, life_loss):
+        cdef Py_ssize_t k, s
+        self.c = _control(control)
+        self.n, self.tickets = tickets.shape[0], &tickets[0]
+        self.slots, self.count = len(batches), len(columns)
+        self.rows = len(batches[0]["mark"]) if self.slots else 0
+        self.arrays = (control, tickets, batch_first, batches, columns, game_done, life_loss)
+        self.first = <int64_t *>_address(batch_first) if self.slots else NULL
+        self.game_done = <const uint8_t *>_address(game_done)
+        self.life_loss = NULL if life_loss is None else <const uint8_t *>_address(life_loss)
+        self.src = <char **>calloc(self.count + 1, sizeof(char *))
+        self.dst = <char **>calloc(self.count * self.slots + 1, sizeof(char *))
+        self.size = <Py_ssize_t *>calloc(self.count + 1, sizeof(Py_ssize_t))
+        self.kind = <uint8_t *>calloc(self.count + 1, 1)
+        self.env_id = <int64_t **>calloc(self.slots + 1, sizeof(int64_t *))
+        self.mark = <int64_t **>calloc(self.slots + 1, sizeof(int64_t *))
+        if not (self.src and self.dst and self.size and self.kind and self.env_id and self.mark):
+            raise MemoryError()
+        for k, (name, column, kind) in enumerate(columns):
+            if column.shape[0] != self.n or not column.flags.c_contiguous:
+                raise ValueError(f"column {name} must be C-contiguous with {self.n} rows")
+            self.src[k], self.size[k], self.kind[k] = _address(column), \
+                column.nbytes // self.n, kind
+            for s in range(self.slots):
+                self.dst[s * self.count + k] = _address(batches[s][name])
+        for s in range(self.slots):
+            self.env_id[s] = <int64_t *>_address(batches[s]["env_id"])
+            self.mark[s] = <int64_t *>_address(batches[s]["mark"])
+
+    def __dealloc__(self):
+        free(self.src)
+        free(self.dst)
+        free(self.size)
+        free(self.kind)
+        free(self.env_id)
+        free(self.mark)
+
+    def complete(self, Py_ssize_t i, int evfd):
+        """Env ``i``'s results are written: its ticket, its row of the batch that ticket
+        belongs to (where one is open), the count, the trainer's wake."""
+        if not 0 <= i < self.n:
+            raise IndexError(f"env {i} out of range for {self.n} tickets")
+        with nogil:
+            self._complete(i, evfd)
+
+    cdef void _complete(self, Py_ssize_t i, int evfd) noexcept nogil:
+        cdef int64_t taken = fa_take_ticket(self.c), first
+        cdef Py_ssize_t s, k, row, size
+        cdef char *to
+        for s in range(self.slots):
+            first = fa_load64(&self.first[s])
+            if first < 0 or not first <= taken < first + self.rows:
+                continue
+            row = taken - first
+            for k in range(self.count):
+                size = self.size[k]
+                to = self.dst[s * self.count + k] + row * size
+                if self.kind[k] == _GAME and not self.game_done[i]:
+                    memset(to, 0, size)
+                else:
+                    memcpy(to, self.src[k] + i * size, size)
+                if self.kind[k] == _TERMINATED and self.life_loss != NULL:
+                    to[0] = to[0] | <char>self.life_loss[i]
+            self.env_id[s][row] = i
+            fa_store64(&self.mark[s][row], taken)  # after the row: a mark says it is written
+            break
+        fa_complete_as(self.c, &self.tickets[i], taken, evfd)
+
+
 cdef const uint8_t *_chosen(ops, Py_ssize_t n) except? NULL:
     """``ops`` (one per env, 0 where none) as a pointer, valid while the caller holds ``ops``;
     NULL for None (every env steps)."""
@@ -305,6 +425,44 @@ cdef class Transport:
             self.in_flight[out[i]] = 0
         self.collected += k
         return done[:k]
+
+    cdef take_range(self, int64_t base, Py_ssize_t want):
+        """The envs in flight with tickets ``base`` .. ``base + want - 1``, in ticket order,
+        no longer in flight and counted in :attr:`collected`; None, changing nothing, while one
+        of those tickets is not completed yet."""
+        cdef Py_ssize_t i, found = 0
+        cdef int64_t ticket
+        self._check_open()
+        done = np.empty(want, np.int64)
+        cdef int64_t[::1] out = done
+        for i in range(self.n):
+            if self.in_flight[i]:
+                ticket = fa_load64(&self.tickets[i])
+                if base <= ticket < base + want:
+                    out[ticket - base] = i
+                    found += 1
+        if found < want:
+            return None
+        for i in range(want):
+            self.in_flight[out[i]] = 0
+        self.collected += want
+        return done
+
+    cdef int64_t issued(self) noexcept nogil:
+        """Tickets handed out so far: the next one, while no env is in flight."""
+        return fa_issued(self.c)
+
+    cdef int64_t completed(self) noexcept nogil:
+        """Completions counted so far."""
+        return fa_completed(self.c)
+
+    cdef int64_t load(self, const int64_t *word) noexcept nogil:
+        """A shared word (a batch row's mark), read as the workers write it: atomically."""
+        return fa_load64(word)
+
+    cdef void store(self, int64_t *word, int64_t value) noexcept nogil:
+        """A shared word (a batch slot's first ticket), written atomically."""
+        fa_store64(word, value)
 
     def take_done(self, bint in_order, Py_ssize_t limit=-1):
         """:meth:`take` from Python."""

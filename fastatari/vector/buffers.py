@@ -61,6 +61,16 @@ def _columns(obs_shape: Tuple[int, ...], continuous: bool) -> Dict[str, ColumnSp
     return columns
 
 
+def _batch_columns(obs_shape: Tuple[int, ...]) -> Dict[str, ColumnSpec]:
+    """The columns of a batch slot, one row per env of a ``recv`` batch: what a ``recv``
+    returns, written by the workers in place, and each row's ``mark`` (the ticket of the
+    completion that wrote it)."""
+    every = _columns(obs_shape, False)
+    names = ["obs", *(f.name for f in STEP_FIELDS), *(f.name for f in INFO_FIELDS),
+             "game_done", *("game_" + f.name for f in GAME_FIELDS)]
+    return dict({name: every[name] for name in names}, env_id=("int64", ()), mark=("int64", ()))
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where each column lives in the shared memory: picklable, so workers map the same views."""
@@ -70,6 +80,9 @@ class Layout:
     continuous: bool = False  # the action column holds continuous actions
     #: Output slots: whole observation batches the workers also write (see SharedBuffers)
     outputs: int = 0
+    #: Batch slots of ``batch_size`` rows: ``recv`` batches the workers write in place
+    batch_slots: int = 0
+    batch_size: int = 0
 
     def offsets(self) -> Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]]:
         """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned,
@@ -86,6 +99,18 @@ class Layout:
         if self.outputs:
             out["outputs"] = ((offset + 63) // 64 * 64, np.dtype(np.uint8),
                               (self.outputs, self.num_envs) + self.obs_shape)
+            offset = out["outputs"][0] + self.outputs * self.num_envs * int(np.prod(
+                self.obs_shape, dtype=np.int64))
+        if self.batch_slots:
+            slot_columns = [("batch_first", ("int64", (self.batch_slots,)))] + [
+                (f"batch{s}.{name}", (dtype, (self.batch_size,) + shape))
+                for s in range(self.batch_slots)
+                for name, (dtype, shape) in _batch_columns(self.obs_shape).items()]
+            for name, (dtype, full) in slot_columns:
+                dt = np.dtype(dtype)
+                offset = (offset + 63) // 64 * 64
+                out[name] = (offset, dt, full)
+                offset += int(np.prod(full, dtype=np.int64)) * dt.itemsize
         return out
 
     @property
@@ -155,11 +180,27 @@ def _anonymous_file(size: int) -> int:
 def _slots(memory: mmap.mmap, offset: int, dtype: np.dtype, shape: Tuple[int, ...]
            ) -> Tuple[np.ndarray, ...]:
     """One uint8 array per slot of ``shape[0]``, each on its own shaped memoryview of
-    ``memory`` (which it exports: the memory is not unmapped under a slot a caller holds)."""
-    assert dtype == np.uint8
+    ``memory`` (:func:`_own_view`)."""
     size = int(np.prod(shape[1:]))
-    return tuple(np.asarray(memoryview(memory)[at:at + size].cast("B", shape[1:]))
+    return tuple(_own_view(memory, at, dtype, shape[1:])
                  for at in range(offset, offset + shape[0] * size, size))
+
+
+def _format(dtype: np.dtype) -> str:
+    """The memoryview (struct) format NumPy reads back as ``dtype`` itself: int64 is ``l``
+    where a C long has 8 bytes and ``q`` elsewhere (``q`` on Linux reads back as the distinct
+    ``longlong`` type)."""
+    return next(c for c in "B?bhHiIlLqQfd" if np.dtype(c).type is dtype.type)
+
+
+def _own_view(memory: mmap.mmap, offset: int, dtype: np.dtype, shape: Tuple[int, ...]
+              ) -> np.ndarray:
+    """An array of ``memory`` at ``offset`` on a memoryview of its own, shaped already: every
+    view a caller makes of it is based on it, so its reference count tells whether it is held
+    (and the memory is not unmapped under an array a caller holds: the view exports it)."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    view = memoryview(memory)[offset:offset + nbytes].cast(_format(dtype), shape)
+    return np.asarray(view)
 
 
 class SharedBuffers:
@@ -173,6 +214,12 @@ class SharedBuffers:
     the step can return instead of a copy of :attr:`obs`: each slot's array is based on its
     own memoryview, so that every view of it a caller makes is based on that array, and the
     array's reference count tells whether the slot is still held.
+
+    :attr:`batches` holds the batch slots the same way, one dict of columns each
+    (``batch_size`` rows: the observations, the step's fields, every info and game column,
+    ``env_id`` and ``mark``): the workers write each env's results of an async step into the
+    row of a ``recv`` batch in place, where :attr:`batch_first` (one per slot, -1: closed)
+    says which tickets' rows a slot holds (:class:`~fastatari.vector._wait.Deliverer`).
     """
 
     control: np.ndarray
@@ -193,6 +240,8 @@ class SharedBuffers:
     final_info: Dict[str, np.ndarray]
     game: Dict[str, np.ndarray]
     outputs: Tuple[np.ndarray, ...]
+    batch_first: np.ndarray
+    batches: Tuple[Dict[str, np.ndarray], ...]
 
     def __init__(self, layout: Layout, handle: Optional[Handle] = None) -> None:
         self.layout = layout
@@ -202,6 +251,15 @@ class SharedBuffers:
         offsets = layout.offsets()
         outputs = offsets.pop("outputs", None)
         self.outputs = () if outputs is None else _slots(self.memory.mmap, *outputs)
+        slot_names = [name for name in offsets if name.startswith("batch")]
+        slot_views = {name: _own_view(self.memory.mmap, *offsets.pop(name))
+                      for name in slot_names}
+        self.batch_first = slot_views.pop("batch_first", np.full(0, -1, np.int64))
+        if handle is None:  # made here: no batch is open (-1)
+            self.batch_first[:] = -1
+        self.batches = tuple({name.split(".", 1)[1]: view for name, view in slot_views.items()
+                              if name.startswith(f"batch{s}.")}
+                             for s in range(layout.batch_slots))
         views = {name: np.frombuffer(self.memory.mmap, dtype, int(np.prod(shape)),
                                      offset).reshape(shape)
                  for name, (offset, dtype, shape) in offsets.items()}
@@ -253,6 +311,7 @@ class SharedBuffers:
         self._open = False
         for name in ("control", "obs", "final_obs", "action", "op", "ticket", "pending",
                      "progress", "reward", "terminated", "truncated", "game_done", "has_final",
-                     "life_loss", "info", "final_info", "game", "_results", "outputs"):
+                     "life_loss", "info", "final_info", "game", "_results", "outputs",
+                     "batch_first", "batches"):
             delattr(self, name)
         self.memory.close()

@@ -61,14 +61,15 @@ class VectorPlan:
     def block(self, start: int, stop: int) -> "VectorPlan":
         """The plan of envs ``start .. stop - 1`` alone (a Ray actor's): their games, numbered
         as in this plan (``info["game_index"]``), a batch no larger than the block, and no
-        output slots and no copies (its results go back through the driver's)."""
+        output or batch slots and no copies (its results go back through the driver's)."""
         assignment = dataclasses.replace(self.assignment, games=self.assignment.games[start:stop])
         size = stop - start
         return dataclasses.replace(
             self, assignment=assignment, env_ids=self.env_ids[start:stop],
             config=dataclasses.replace(self.config, copy=False,
                                        batch_size=min(self.config.batch_size or size, size)),
-            layout=dataclasses.replace(self.layout, num_envs=size, outputs=0))
+            layout=dataclasses.replace(self.layout, num_envs=size, outputs=0, batch_slots=0,
+                                       batch_size=0))
 
 
 def plan_vec(game: str | Sequence[str], num_envs: int, **keywords: Any) -> VectorPlan:
@@ -89,9 +90,14 @@ def plan_vec(game: str | Sequence[str], num_envs: int, **keywords: Any) -> Vecto
     validate.check_fits_in_memory(
         f"num_envs={num_envs} envs with observations of shape "
         f"{common.observation_shape} (their shared memory)", layout.nbytes)
-    with_outputs = dataclasses.replace(layout, outputs=OUTPUT_SLOTS)
-    if config.copy and with_outputs.nbytes <= (validate.physical_memory() or math.inf):
-        layout = with_outputs  # else each step copies the observations
+    # the output slots (sync steps, copy=True) and the batch slots (recv), in pages touched
+    # only once used: a caller holds one or two batches while the workers fill those ahead
+    batch = config.batch_size or num_envs
+    with_outputs = dataclasses.replace(
+        layout, outputs=OUTPUT_SLOTS if config.copy else 0,
+        batch_slots=-(-num_envs // batch) + 2, batch_size=batch)
+    if with_outputs.nbytes <= (validate.physical_memory() or math.inf):
+        layout = with_outputs  # else each step and recv copies the observations
     return VectorPlan(assignment, common, tuple(range(num_envs)), config, dict(workers), layout,
                       tuple(meanings), ale_actions)
 

@@ -31,10 +31,20 @@ import numpy as np
 
 from fastatari.core.continuous import joystick
 from fastatari.core.game import ALE_ACTIONS, AtariGame
-from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS
+from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIELDS, info_fields
 from fastatari.core.snapshot import GameState, PendingReset, pack_frames, unpack_frames
 from fastatari.vector import messages
-from fastatari.vector._wait import SpinRule, claim, complete, generation, output, wait_generation
+from fastatari.vector._wait import (
+    GAME,
+    PLAIN,
+    TERMINATED,
+    Deliverer,
+    SpinRule,
+    claim,
+    generation,
+    output,
+    wait_generation,
+)
 from fastatari.vector.buffers import SharedBuffers
 from fastatari.vector.messages import Command, Op, ResetRequest, WorkerConfig
 
@@ -72,6 +82,15 @@ class Worker:
         self._final_columns = [(buffers.info[f.name], buffers.final_info[f.name])
                                for f in INFO_FIELDS]
         self._game_columns = [(f.name, buffers.game[f.name]) for f in GAME_FIELDS]
+        b = buffers  # what a recv returns, written into its batch in place (async steps)
+        self._deliver = Deliverer(
+            b.control, b.ticket, b.batch_first, b.batches,
+            [("obs", b.obs, PLAIN), ("reward", b.reward, PLAIN),
+             ("terminated", b.terminated, TERMINATED), ("truncated", b.truncated, PLAIN),
+             *((f.name, b.info[f.name], PLAIN) for f in info_fields(options)),
+             ("game_done", b.game_done, PLAIN),
+             *(("game_" + f.name, b.game[f.name], GAME) for f in GAME_FIELDS)],
+            b.game_done, b.life_loss if self._life_loss_info else None)
         # Games are built at their first reset, with its seed: loading a ROM costs 0.1-0.3 s and
         # a seeded reset of an already built game would load it again.
         self.games: Dict[int, AtariGame] = {}
@@ -139,13 +158,13 @@ class Worker:
 
     def run(self) -> None:
         """Run the ops the trainer published for this worker's envs, each taken from the shared
-        ``op`` column and completed (ticket, count, the trainer's wake) as soon as its results
-        are written, the observation also into the op's output slot if it has one (the
-        trainer returns that slot instead of a copy). An op that raises ends the worker (see
+        ``op`` column and completed (ticket, the row of its ``recv`` batch where one is open,
+        count, the trainer's wake) as soon as its results are written, the observation also
+        into the op's output slot if it has one (the trainer returns that slot instead of a
+        copy). An op that raises ends the worker (see
         :func:`serve`): the trainer replaces it, its envs reset, as it replaces a dead one."""
-        ops, tickets, obs, outputs = (self.buffers.op, self.buffers.ticket, self.buffers.obs,
-                                      self.buffers.outputs)
-        control, evfd = self._control, self._evfd
+        ops, obs, outputs = self.buffers.op, self.buffers.obs, self.buffers.outputs
+        control, evfd, deliver = self._control, self._evfd, self._deliver
         env_ids = self.env_ids
         progress = self.buffers.progress
         for i in env_ids:
@@ -159,7 +178,7 @@ class Worker:
             # counted before it is delivered: a result delivered is progress, even if the
             # worker dies before the command's end (RestartPolicy)
             progress[self.first] += 1
-            complete(control, tickets, i, evfd)
+            deliver.complete(i, evfd)
         self._reset_ahead()
 
     def _reset_ahead(self) -> None:

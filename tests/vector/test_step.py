@@ -237,6 +237,68 @@ def test_the_compiled_send_and_recv_give_the_checked_lanes_results(kwargs):
         assert games > 0
 
 
+@pytest.mark.parametrize("kwargs", [
+    dict(),
+    dict(episodic_life=True, clip_rewards=True, ram_info=True),
+    dict(life_loss_info=True),
+    dict(autoreset_mode="same_step"),
+    dict(game=["breakout", "pong", "breakout", "pong", "breakout", "pong"],
+         full_action_space=True),
+], ids=["default", "episodic-clip-ram", "life-loss-info", "same-step", "two-games"])
+def test_batches_the_workers_write_in_place_are_each_envs_steps(kwargs):
+    """recv batches are written by the workers into shared batch slots (the trainer copies
+    only rows whose env took its ticket before the slot opened, and gathers a batch whose
+    slot was held): each env's rows are its synchronous steps', and a batch the caller holds
+    (every third, kept as returned) is never written over."""
+    kwargs = dict(kwargs)
+    game = kwargs.pop("game", "breakout")
+    n, batch, steps = 6, 2, 150
+    with make_vec(game, n, batch_size=batch, **SHORT, **kwargs) as envs, \
+            make_vec(game, n, **SHORT, **kwargs) as sync:
+        envs.reset(seed=5)
+        sync.reset(seed=5)
+        actions = np.random.default_rng(3).integers(0, envs.single_action_space.n, (steps, n))
+        theirs = [[] for _ in range(n)]
+        for a in actions:
+            obs, reward, terminated, truncated, info = sync.step(a)
+            for i in range(n):
+                theirs[i].append((obs[i].copy(), reward[i], terminated[i], truncated[i],
+                                  copy.deepcopy(env_rows(info, i))))
+        t = np.zeros(n, int)
+        ours = [[] for _ in range(n)]
+        held = []  # (the batch as returned, its rows as copied then, recvs since)
+        envs.send(actions[0])
+        recvs = 0
+        while envs.book.in_flight():
+            result = envs.recv()
+            recvs += 1
+            obs, reward, terminated, truncated, info = result
+            rows = []
+            for j, i in enumerate(info["env_id"].tolist()):
+                rows.append((obs[j].copy(), reward[j], terminated[j], truncated[j],
+                             copy.deepcopy(env_rows(info, j))))
+                ours[i].append(rows[-1])
+                t[i] += 1
+            if recvs % 7 == 0:  # held for five more recvs, then checked unchanged
+                held.append((result, copy.deepcopy(rows), recvs))
+            ids = info["env_id"][t[info["env_id"]] < steps]
+            if ids.size:
+                envs.send(actions[t[ids], ids], env_ids=ids)
+            del result, obs, reward, terminated, truncated, info
+            while held and (held[0][2] + 5 <= recvs or not envs.book.in_flight()):
+                (obs, reward, terminated, truncated, info), rows, _ = held.pop(0)
+                for j, row in enumerate(rows):
+                    now = (obs[j], reward[j], terminated[j], truncated[j], env_rows(info, j))
+                    for m, (a, b) in enumerate(zip(now, row, strict=True)):
+                        same(a, b, f"held batch, row {j}, item {m}")
+                del obs, reward, terminated, truncated, info
+        assert envs._stepper.batches_in_place > recvs // 2  # most batches in place
+        for i in range(n):
+            for k, (x, y) in enumerate(zip(ours[i], theirs[i], strict=True)):
+                for m, (a, b) in enumerate(zip(x, y, strict=True)):
+                    same(a, b, f"env {i}, step {k}, item {m}")
+
+
 def test_other_sends_change_nothing_until_checked():
     """A send the compiled step cannot take as it is goes through the front's checks: refused
     with their errors, having changed nothing (the actions written, the envs' book), or

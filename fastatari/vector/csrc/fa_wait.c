@@ -271,10 +271,23 @@ sleep:
 
 uint8_t fa_claim(uint8_t *op) { return exchange8(op, 0); }
 
+int64_t fa_take_ticket(fa_control *c) { return add64(&c->issued, 1); }
+
+int64_t fa_issued(const fa_control *c) { return load64(&c->issued); }
+
+int64_t fa_load64(const int64_t *p) { return load64(p); }
+
+void fa_store64(int64_t *p, int64_t v) { store64(p, v); }
+
 void fa_complete(fa_control *c, int64_t *ticket, int evfd)
 {
+    fa_complete_as(c, ticket, fa_take_ticket(c), evfd);
+}
+
+void fa_complete_as(fa_control *c, int64_t *ticket, int64_t taken, int evfd)
+{
     int64_t count;
-    store64(ticket, add64(&c->issued, 1));
+    store64(ticket, taken);
     count = add64(&c->completed, 1) + 1;
 #if defined(__linux__)
     if (evfd >= 0 && load64(&c->waiting) && count >= load64(&c->target)) {

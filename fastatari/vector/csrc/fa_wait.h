@@ -74,6 +74,18 @@ int32_t fa_output(const fa_control *c); /* after a claim: its op's output slot *
 /* An env's results are written: give it the next ticket, count it, wake the trainer if this is
  * the completion it waits for (evfd < 0: the trainer naps, no wake). */
 void fa_complete(fa_control *c, int64_t *ticket, int evfd);
+/* The same in two parts, for a worker that writes the env's row of a batch in place: take the
+ * next ticket first (its place in the batches), write, then complete with it. */
+int64_t fa_take_ticket(fa_control *c);
+void fa_complete_as(fa_control *c, int64_t *ticket, int64_t taken, int evfd);
+
+/* either side: a shared 64-bit word, read and written atomically (a batch's range, a row's
+ * mark) */
+int64_t fa_load64(const int64_t *p);
+void fa_store64(int64_t *p, int64_t v);
+/* trainer: tickets handed out so far (the next ticket, once no worker is between taking one
+ * and completing) */
+int64_t fa_issued(const fa_control *c);
 
 #ifdef __cplusplus
 }
