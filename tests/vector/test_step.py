@@ -292,7 +292,8 @@ def test_batches_the_workers_write_in_place_are_each_envs_steps(kwargs):
                     for m, (a, b) in enumerate(zip(now, row, strict=True)):
                         same(a, b, f"held batch, row {j}, item {m}")
                 del obs, reward, terminated, truncated, info
-        assert envs._stepper.batches_in_place > recvs // 2  # most batches in place
+        if envs.executor.transport is not None:  # (the portable waits' pool gathers them)
+            assert envs._stepper.batches_in_place > recvs // 2  # most batches in place
         for i in range(n):
             for k, (x, y) in enumerate(zip(ours[i], theirs[i], strict=True)):
                 for m, (a, b) in enumerate(zip(x, y, strict=True)):
