@@ -5,7 +5,9 @@
 
 Real frames: Breakout under fastatari's vector env (8 envs, random actions) is recorded once,
 then fed the same to every buffer. Per system: resident bytes per transition (the buffer's
-own arrays), ``add`` per vector step of 8 envs, ``sample(32)`` and ``sample(256)`` to torch
+own arrays), ``add`` per vector step of 8 envs (fastatari's with and without the vector env's
+``frame_serials``, which let it store each step's new frame without comparing frames),
+``sample(32)`` and ``sample(256)`` to torch
 tensors on the CPU (medians). ``--million``: each buffer filled to 1M transitions in its own
 process, the resident memory it adds (SB3's 28.2 GB optimised buffer cannot be held on a 24 GB
 machine: it is left out there, with the reason). Tianshou's and TorchRL's memory-saving buffers
@@ -33,13 +35,16 @@ from gymnasium import spaces
 import fastatari
 
 N_ENVS = 8
+#: fastatari's buffer fed with the vector env's frame serials besides the arrays
+SERIALS = "fastatari.replay, add(..., serials=envs.frame_serials)"
 SPACE = spaces.Box(0, 255, (4, 84, 84), np.uint8)
 ACTIONS = spaces.Discrete(4)
 
 
 def record(steps: int, n_envs: int = N_ENVS) -> List[tuple]:
     """``steps`` vector steps: SB3's ``add`` arguments (true last observations at episode
-    ends, as SB3's ``terminal_observation``)."""
+    ends, as SB3's ``terminal_observation``), and the vector env's ``frame_serials`` of each
+    step."""
     envs = fastatari.make_vec("breakout", n_envs, autoreset_mode="same_step",
                               repeat_action_probability=0.0)
     rng = np.random.default_rng(0)
@@ -53,7 +58,8 @@ def record(steps: int, n_envs: int = N_ENVS) -> List[tuple]:
             for i in np.flatnonzero(info.get("_final_obs", np.zeros(n_envs, bool))):
                 real_next[i] = info["final_obs"][i]
             infos = [{"TimeLimit.truncated": bool(t)} for t in truncated]
-            out.append((obs, real_next, action, reward, terminated | truncated, infos))
+            out.append((obs, real_next, action, reward, terminated | truncated, infos,
+                        envs.frame_serials))
             obs = next_obs
         return out
     finally:
@@ -68,6 +74,7 @@ def buffers(size: int) -> Dict[str, Callable[[], Any]]:
     kw = dict(device="cpu", n_envs=N_ENVS)
     made: Dict[str, Callable[[], Any]] = {
         "fastatari.replay": lambda: ReplayBuffer(size, SPACE, ACTIONS, **kw),
+        SERIALS: lambda: ReplayBuffer(size, SPACE, ACTIONS, **kw),
         "SB3 ReplayBuffer": lambda: SB3(size, SPACE, ACTIONS, **kw),
         "SB3, optimize_memory_usage": lambda: SB3(size, SPACE, ACTIONS,
                                                   optimize_memory_usage=True,
@@ -223,10 +230,11 @@ def side_by_side(transitions: int) -> None:
     recorded = record(steps)
     made = {name: make() for name, make in buffers(transitions).items()}
     add_us: Dict[str, List[float]] = {name: [] for name in made}
-    for step in recorded:  # interleaved: every buffer adds the same step in turn
+    for *step, serials in recorded:  # interleaved: every buffer adds the same step in turn
         for name, buffer in made.items():
+            extra = {"serials": serials} if name == SERIALS else {}
             start = time.perf_counter()
-            buffer.add(*step)
+            buffer.add(*step, **extra)
             add_us[name].append((time.perf_counter() - start) * 1e6)
     print(f"{transitions} transitions of Breakout (84x84 gray, stack 4), {N_ENVS} envs, "
           f"torch threads: {__import__('torch').get_num_threads()}\n")
@@ -245,7 +253,9 @@ def side_by_side(transitions: int) -> None:
     base = rows["SB3, optimize_memory_usage"]
     ours = rows["fastatari.replay"]
     print(f"\nfastatari against SB3's optimised buffer: {base[0] / ours[0]:.1f}x less memory, "
-          f"sample(32) {base[2] / ours[2]:.1f}x, sample(256) {base[3] / ours[3]:.1f}x faster")
+          f"sample(32) {base[2] / ours[2]:.1f}x, sample(256) {base[3] / ours[3]:.1f}x faster; "
+          f"add {rows[SERIALS][1] / base[1]:.2f}x its time with the frame serials, "
+          f"{ours[1] / base[1]:.2f}x without")
 
 
 def rss_kb() -> int:
@@ -261,7 +271,7 @@ def fill_million(name: str) -> None:
     before = rss_kb()
     buffer = make()
     for i in range(1_000_000 // N_ENVS):
-        buffer.add(*recorded[i % len(recorded)])
+        buffer.add(*recorded[i % len(recorded)][:6])
     buffer.sample(256)
     print(json.dumps({"name": name, "added_kb": rss_kb() - before,
                       "own_bytes": own_bytes(buffer)}))
@@ -309,7 +319,7 @@ def rainbow(path: str, transitions: int) -> None:
     ours = PrioritizedReplayBuffer(transitions, *args)
     theirs = theirs_module["PrioritizedReplayBuffer"](transitions, *args)
     recorded = record(transitions, n_envs=1)
-    for obs, real_next, action, reward, done, _ in recorded:  # CleanRL's call
+    for obs, real_next, action, reward, done, *_ in recorded:  # CleanRL's call
         ours.add(obs, action, reward, real_next, done)
         # (scalars: NumPy 2 refuses the (1,) arrays CleanRL's pinned NumPy 1 took)
         theirs.add(obs, action[0], reward[0], real_next, done[0])

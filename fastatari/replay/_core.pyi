@@ -3,6 +3,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import numpy as np
 import numpy.typing as npt
 
+from fastatari.vector.serials import FrameSerials
+
 CHUNK: int
 SPARES: int
 
@@ -29,11 +31,12 @@ class FrameStore:
     axis: int
     disk: Optional[str]
     lineage: npt.NDArray[np.int64]
+    continued: int
     def __init__(self, capacity: int, n_envs: int, obs_shape: Tuple[int, ...], stack: int,
                  axis: int, disk: Optional[str] = None) -> None: ...
     def oldest_needed(self, next_put: bool = False) -> int: ...
     def put(self, obs: npt.NDArray[np.uint8], next_obs: npt.NDArray[np.uint8],
-            lookback: int = 0) -> None: ...
+            lookback: int = 0, serials: Optional[FrameSerials] = None) -> None: ...
     def reset(self) -> None: ...
     @property
     def size(self) -> int: ...

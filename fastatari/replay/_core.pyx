@@ -17,6 +17,8 @@ from libc.stdint cimport int64_t, uint8_t, uintptr_t
 from libc.math cimport pow
 from libc.stdlib cimport free, malloc
 
+cimport numpy as cnp
+
 import os
 import secrets
 
@@ -28,6 +30,8 @@ from fastatari.replay.layout import check_stacks, state_array, state_keys, state
 from fastatari.replay.fa_replay cimport (fa_frame_equal, fa_frame_store, fa_map, fa_map_flush,
                                          fa_stacks_build, fa_stack_shape, fa_sumtree_find,
                                          fa_sumtree_set, fa_unmap)
+
+cnp.import_array()
 
 cdef enum:
     _CHUNK = 1024
@@ -157,6 +161,12 @@ cdef class FrameStore:
     cdef int64_t[:, :, :, ::1] refs
     cdef int64_t[:, :, ::1] last
     cdef uint8_t[::1] has_last
+    # per stream, the source and serial of its last next observation (source 0: none known):
+    # a vector env's frame serials (fastatari.vector.FrameSerials)
+    cdef int64_t[::1] last_source, last_serial
+    cdef object last_source_array, last_serial_array
+    #: Pairs put without comparing frames (their serials said what they are)
+    cdef readonly int64_t continued
     cdef uintptr_t[::1] table
     cdef object refs_array, last_array, has_last_array, table_array
     cdef dict chunks
@@ -203,6 +213,10 @@ cdef class FrameStore:
         self.last = self.last_array
         self.has_last_array = np.zeros(n_envs, np.uint8)
         self.has_last = self.has_last_array
+        self.last_source_array = np.zeros(n_envs, np.int64)
+        self.last_source = self.last_source_array
+        self.last_serial_array = np.full(n_envs, -1, np.int64)
+        self.last_serial = self.last_serial_array
         self.window_array = np.zeros((capacity, 2), np.int64)
         self.window = self.window_array
         self.window_head = self.window_len = 0
@@ -312,28 +326,93 @@ cdef class FrameStore:
             self._spare(number, self.chunks.pop(number))
 
     # -- writing -------------------------------------------------------------------------------
-    def put(self, obs, next_obs, int64_t lookback=0):
+    def put(self, obs, next_obs, int64_t lookback=0, serials=None):
         """Write one ``(obs, next_obs)`` pair per stream (arrays ``(n_envs, *obs_shape)``
         uint8) at :attr:`pos`, then advance it. ``lookback`` > 1 (an n-step memory's n): an
         observation is also looked for in the next observation put ``lookback`` puts before
         (within an episode, the same stack), which the last pair no longer overlaps once n
-        passes the stack size."""
-        cdef const uint8_t[:, ::1] o = self._stacks(obs, "obs")
-        cdef const uint8_t[:, ::1] n = self._stacks(next_obs, "next_obs")
-        cdef int64_t e, back = -1
+        passes the stack size.
+
+        ``serials``: the vector env's :class:`~fastatari.vector.FrameSerials` of the step
+        these observations come from (``obs`` and ``next_obs`` the arrays it returned, the
+        final observations put in where episodes ended, unmodified). A stream whose
+        observation is the stack its last next observation was (the same source and serial)
+        and whose next observation is that stack moved on by one frame takes those frames
+        without comparing them: one frame stored (where it is not the frame before it
+        again). Every other stream's frames are compared, as without ``serials``."""
+        obs, next_obs = self._stacks(obs, "obs"), self._stacks(next_obs, "next_obs")
+        cdef const uint8_t *o = <const uint8_t *>cnp.PyArray_DATA(obs)
+        cdef const uint8_t *n = <const uint8_t *>cnp.PyArray_DATA(next_obs)
+        cdef const int64_t *from_serial = NULL
+        cdef const int64_t *to_serial = NULL
+        cdef int64_t e, back = -1, source = 0, size = self.stack_bytes
+        if serials is not None:
+            source, from_array, to_array = self._serials(serials)
+            from_serial = <const int64_t *>cnp.PyArray_DATA(from_array)
+            to_serial = <const int64_t *>cnp.PyArray_DATA(to_array)
         if 1 < lookback < self.capacity and (self.full or self.pos >= lookback):
             back = (self.pos - lookback) % self.capacity
         self._release()
         for e in range(self.n_envs):
-            self._put_one(e, &o[e, 0], &n[e, 0], back)
+            if source and self.has_last[e] and self.last_source[e] == source \
+                    and self.last_serial[e] == from_serial[e] \
+                    and to_serial[e] == from_serial[e] + 1:
+                self._put_moved_on(e, n + e * size)
+                self.continued += 1
+            else:
+                self._put_one(e, o + e * size, n + e * size, back)
+            self.last_source[e] = source
+            self.last_serial[e] = to_serial[e] if source else -1
         self._window_put(self.pos)
         self.pos += 1
         if self.pos == self.capacity:
             self.pos, self.full = 0, True
 
+    def _serials(self, serials):
+        """``serials`` (a ``FrameSerials``) checked: its source, and its two int64 columns of
+        ``n_envs`` serials."""
+        source = getattr(serials, "source", None)
+        if not isinstance(source, int) or isinstance(source, bool):
+            raise TypeError(f"serials must be a vector env's frame_serials (FrameSerials: "
+                            f"source, obs, next_obs), got {serials!r:.80}")
+        if source < 1:
+            raise ValueError(f"serials.source must be a positive int, got {source}")
+        columns = []
+        for name in ("obs", "next_obs"):
+            column = getattr(serials, name, None)
+            if not (isinstance(column, np.ndarray) and column.dtype == np.int64
+                    and column.shape == (self.n_envs,)):
+                raise ValueError(f"serials.{name} must be an int64 array of shape "
+                                 f"({self.n_envs},), got {column!r}")
+            columns.append(np.ascontiguousarray(column))
+        return source, columns[0], columns[1]
+
+    cdef _put_moved_on(self, int64_t e, const uint8_t *nxt):
+        """Stream ``e``'s pair when its observation is its last next one and the next
+        observation that moved on by a frame: the observation's serials are the last next
+        one's, the next one's are them moved on, and the new frame stored (the frame before
+        it, where it is that again)."""
+        cdef int64_t *o = &self.refs[self.pos, e, 0, 0]
+        cdef int64_t *n = &self.refs[self.pos, e, 1, 0]
+        cdef int64_t *last = &self.last[e, 0, 0]  # obs, then next
+        cdef int64_t j, k = self.stack, before
+        for j in range(k):
+            o[j] = last[k + j]
+        for j in range(k - 1):
+            n[j] = o[j + 1]
+        before = n[k - 2] if k > 1 else -2
+        if before >= -1 and self._same(nxt, k - 1, before):
+            n[k - 1] = before
+        else:
+            n[k - 1] = self._store(nxt, k - 1)
+        for j in range(k):
+            last[j], last[k + j] = o[j], n[j]
+        self.has_last[e] = 1
+
     def _stacks(self, array, str name):
+        """``array`` checked (``n_envs`` stacks), C-contiguous."""
         check_stacks(name, array, (self.n_envs,) + self.obs_shape)
-        return np.ascontiguousarray(array).reshape(self.n_envs, self.stack_bytes)
+        return np.ascontiguousarray(array)
 
     cdef _put_one(self, int64_t e, const uint8_t *obs, const uint8_t *nxt, int64_t back):
         cdef int64_t[::1] o = self.refs[self.pos, e, 0], n = self.refs[self.pos, e, 1]
@@ -412,6 +491,7 @@ cdef class FrameStore:
         """Forget every transition (the memory stays allocated)."""
         self.refs_array.fill(-1)
         self.has_last_array.fill(0)
+        self.last_source_array.fill(0)
         self.window_head = self.window_len = 0
         for number in list(self.chunks):
             self._spare(number, self.chunks.pop(number))

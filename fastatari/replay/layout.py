@@ -4,6 +4,8 @@ hands a sample's arrays out (:func:`to_tensors`)."""
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -80,25 +82,38 @@ def convert(name: str, array: np.ndarray, dtype: Any) -> np.ndarray:
         if kind != "b" and not np.isin(array, (0, 1)).all():
             raise ValueError(f"{name} must be booleans (or 0 and 1), got {_short(array)}")
     elif target.kind in "iu":
-        info = np.iinfo(target)
-        if kind == "f":
-            if not (np.isfinite(array).all() and (array == np.round(array)).all()):
-                raise ValueError(f"{name} must be whole numbers, got {_short(array)}")
-        # (floats against the float bounds [min, max + 1): exact for every integer dtype)
-        low, high = (float(info.min), float(info.max) + 1) if kind == "f" else (info.min,
-                                                                                info.max + 1)
-        if array.size and kind in "iuf" and (array.min() < low or array.max() >= high):
-            raise ValueError(f"{name} must be within {target}'s range [{info.min}, "
-                             f"{info.max}], got {_short(array)}")
+        if not (kind in "biu" and np.can_cast(array.dtype, target, "safe")):  # else all fit
+            _check_integers(name, array, target)
     elif target.kind == "f":
-        if kind == "f" and not np.isfinite(array).all():
-            raise ValueError(f"{name} must be finite, got {_short(array)}")
-        if array.size and kind == "f" and np.abs(array).max() > np.finfo(target).max:
+        # one reduction in the common case: NaN and infinities fail the comparison too
+        if array.size and kind == "f" and not np.abs(array).max() <= _float_max(target):
+            if not np.isfinite(array).all():
+                raise ValueError(f"{name} must be finite, got {_short(array)}")
             raise ValueError(f"{name} must be within {target}'s range (magnitude at most "
                              f"{np.finfo(target).max:.4g}), got {_short(array)}")
     else:  # (never: the memories keep numbers)
         raise TypeError(f"{name} cannot be stored as {target}")
     return np.array(array, target, copy=True, order="C")
+
+
+@functools.lru_cache(maxsize=None)
+def _float_max(dtype: np.dtype) -> float:
+    return float(np.finfo(dtype).max)
+
+
+def _check_integers(name: str, array: np.ndarray, target: np.dtype) -> None:
+    """:func:`convert`'s rule for an integer ``target``: whole numbers within its range."""
+    info = np.iinfo(target)
+    kind = array.dtype.kind
+    if kind == "f":
+        if not (np.isfinite(array).all() and (array == np.round(array)).all()):
+            raise ValueError(f"{name} must be whole numbers, got {_short(array)}")
+    # (floats against the float bounds [min, max + 1): exact for every integer dtype)
+    low, high = (float(info.min), float(info.max) + 1) if kind == "f" else (info.min,
+                                                                            info.max + 1)
+    if array.size and kind in "iuf" and (array.min() < low or array.max() >= high):
+        raise ValueError(f"{name} must be within {target}'s range [{info.min}, "
+                         f"{info.max}], got {_short(array)}")
 
 
 def check_rows(name: str, value: Any, shape: tuple, dtype: Any, *,
@@ -108,6 +123,9 @@ def check_rows(name: str, value: Any, shape: tuple, dtype: Any, *,
     TypeError naming ``name`` for what is not numbers (strings, None), ValueError for another
     shape (``broadcast``: one that broadcasts to it, as SB3's ``add`` allows) or values that
     :func:`convert` refuses."""
+    if type(value) is np.ndarray and value.shape == shape and value.dtype == dtype \
+            and value.dtype.kind in "biu":
+        return value.copy()  # the common case, nothing to check: integers kept as they are
     array = as_numbers(name, value)
     if array.shape != shape:
         if not broadcast:

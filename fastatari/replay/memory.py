@@ -3,7 +3,7 @@ once (:class:`~fastatari.replay._core.FrameStore`), uniform samples as NumPy arr
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from fastatari.replay.layout import (
     stack_layout,
 )
 from fastatari.replay.saving import Saving
+
+if TYPE_CHECKING:
+    from fastatari.vector.serials import FrameSerials
 
 __all__ = ["Batch", "ReplayMemory"]
 
@@ -89,21 +92,28 @@ class ReplayMemory(Saving):
                                                            self.terminated, self.truncated))
 
     def add(self, obs: np.ndarray, next_obs: np.ndarray, actions: Any, rewards: Any,
-            terminated: Any, truncated: Any) -> None:
+            terminated: Any, truncated: Any, *, serials: Optional[FrameSerials] = None
+            ) -> None:
         """One step of every stream: arrays with ``n_envs`` rows (``next_obs``: the step's
         true next observation, the final one where an episode ended). Every argument is
         checked and converted before anything is stored (whole or nothing): the stacks
         uint8 arrays of shape ``(n_envs, *obs_shape)``; the rest converted only where nothing
         changes meaning (:func:`~fastatari.replay.layout.convert`: whole-number actions,
         boolean or 0/1 flags, rewards finite in float32). TypeError for what is not numbers,
-        ValueError for another shape or such a value, each naming the argument."""
+        ValueError for another shape or such a value, each naming the argument.
+
+        ``serials``: fastatari's vector env's ``frame_serials`` of the step these observations
+        come from (``obs`` and ``next_obs`` the arrays it returned, the final observations put
+        in where episodes ended): a stream whose observation is its last next one and whose
+        next observation that moved on by a frame then stores that frame without comparing
+        any (:meth:`FrameStore.put`)."""
         n = self.n_envs
         actions = check_rows("actions", actions, (n, *self.actions.shape[2:]), self.actions.dtype)
         rewards = check_rows("rewards", rewards, (n,), np.float32)
         terminated = check_rows("terminated", terminated, (n,), bool)
         truncated = check_rows("truncated", truncated, (n,), bool)
         pos = self.frames.pos
-        self.frames.put(obs, next_obs)  # checks the stacks before it stores anything
+        self.frames.put(obs, next_obs, serials=serials)  # checks them before it stores
         self.actions[pos], self.rewards[pos] = actions, rewards
         self.terminated[pos], self.truncated[pos] = terminated, truncated
 

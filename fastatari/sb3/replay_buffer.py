@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union, cast
 
 import numpy as np
 import torch as th
@@ -26,6 +26,9 @@ from fastatari.replay.layout import (
     stack_layout,
     to_tensors,
 )
+
+if TYPE_CHECKING:
+    from fastatari.vector.serials import FrameSerials
 
 __all__ = ["ReplayBuffer", "load_replay_buffer"]
 
@@ -73,7 +76,8 @@ class ReplayBuffer(buffers.ReplayBuffer):
         self.timeouts = np.zeros(shape, dtype=np.float32)
 
     def add(self, obs: np.ndarray, next_obs: np.ndarray, action: np.ndarray,
-            reward: np.ndarray, done: np.ndarray, infos: List[Dict[str, Any]]) -> None:
+            reward: np.ndarray, done: np.ndarray, infos: List[Dict[str, Any]], *,
+            serials: Optional[FrameSerials] = None) -> None:
         """SB3's ``add``; every argument is checked and converted before anything is stored
         (whole or nothing): the stacks uint8 arrays of shape ``(n_envs, *obs_shape)``;
         ``action`` ``n_envs * action_dim`` numbers, converted to the action space's dtype only
@@ -81,7 +85,9 @@ class ReplayBuffer(buffers.ReplayBuffer):
         ``done`` as SB3 broadcasts them, rewards finite in float32, ``done`` booleans or 0/1;
         ``infos`` a list of ``n_envs`` dicts whose ``"TimeLimit.truncated"`` is a boolean
         (:func:`~fastatari.replay.layout.check_rows`; TypeError or ValueError naming the
-        argument)."""
+        argument). ``serials``: fastatari's vector env's ``frame_serials`` of the step these
+        observations come from (:meth:`FrameStore.put`): its continued stacks' frames are
+        then taken without being compared."""
         n = self.n_envs
         action = as_numbers("action", action)
         if action.size != n * self.action_dim:
@@ -93,8 +99,8 @@ class ReplayBuffer(buffers.ReplayBuffer):
         done = check_rows("done", done, (n,), bool, broadcast=True)
         timeouts = None
         if self.handle_timeout_termination:
-            if not isinstance(infos, (list, tuple)) \
-                    or not all(isinstance(info, Mapping) for info in infos):
+            if not isinstance(infos, (list, tuple)) or not all(
+                    type(info) is dict or isinstance(info, Mapping) for info in infos):
                 raise TypeError(f"infos must be a list of {n} dicts (one per env), got "
                                 f"{infos!r:.80}")
             if len(infos) != n:
@@ -103,7 +109,7 @@ class ReplayBuffer(buffers.ReplayBuffer):
                                   [info.get("TimeLimit.truncated", False) for info in infos],
                                   (n,), bool)
         pos: int = self.frames.pos  # SB3's pos, which the store follows
-        self.frames.put(obs, next_obs)  # checks the stacks before it stores anything
+        self.frames.put(obs, next_obs, serials=serials)  # checks them before it stores
         self.actions[pos] = action
         self.rewards[pos] = reward
         self.dones[pos] = done

@@ -24,12 +24,15 @@ if TYPE_CHECKING:
     from fastatari.vector.env import AtariVectorEnv
     from fastatari.vector.executor import WorkerError
     from fastatari.vector.plan import VectorPlan, plan_vec
+    from fastatari.vector.serials import FrameSerials
 
-__all__ = ["AtariVectorEnv", "VectorPlan", "WorkerError", "make_vec", "plan_vec"]
+__all__ = ["AtariVectorEnv", "FrameSerials", "VectorPlan", "WorkerError", "make_vec",
+           "plan_vec"]
 
 # public name -> the module that defines it
 _LAZY = {"AtariVectorEnv": "fastatari.vector.env", "WorkerError": "fastatari.vector.executor",
-         "VectorPlan": "fastatari.vector.plan", "plan_vec": "fastatari.vector.plan"}
+         "VectorPlan": "fastatari.vector.plan", "plan_vec": "fastatari.vector.plan",
+         "FrameSerials": "fastatari.vector.serials"}
 
 
 def make_vec(game: Any, num_envs: int, **kwargs: Any) -> "AtariVectorEnv":

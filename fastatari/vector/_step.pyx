@@ -29,6 +29,7 @@ from fastatari.vector.fa_wait cimport FA_DONE
 
 from fastatari.vector.infos import batched
 from fastatari.vector.messages import ReplyKind
+from fastatari.vector.serials import FrameSerials, new_source
 
 cnp.import_array()
 
@@ -290,6 +291,11 @@ cdef class VectorStep:
     #: ``recv`` batches returned in the slot the workers wrote, and the rows of those the
     #: trainer copied itself (their envs took their tickets before the slot opened)
     cdef readonly int64_t batches_in_place, rows_copied
+    # the frame serials (serials.py): the stacks' (shared), those last returned, and those of
+    # the last results' rows (from, to)
+    cdef int64_t[::1] obs_serial, final_serial, returned_serial, from_serial, to_serial
+    cdef Py_ssize_t serial_rows
+    cdef readonly int64_t source
 
     def __init__(self, buffers, EnvBook book, fields, game_key, game_fields, game_index,
                  int64_t num_actions, bint copy, bint life_loss_info, bint same_step,
@@ -344,6 +350,11 @@ cdef class VectorStep:
         self.first_array = buffers.batch_first
         self.first = <int64_t *>_data(self.first_array) if batches else NULL
         self.opened = np.full(len(batches), -1, np.int64)
+        self.obs_serial, self.final_serial = buffers.obs_serial, buffers.final_serial
+        self.returned_serial = np.full(self.n, -1, np.int64)
+        self.from_serial, self.to_serial = np.zeros(self.n, np.int64), np.zeros(self.n, np.int64)
+        self.serial_rows = 0
+        self.source = new_source()
         self.base = self.ahead = 0
         self.synced = False
 
@@ -628,6 +639,11 @@ cdef class VectorStep:
                 # waits for the caller's reset (disabled); same-step reset it already
                 self.book.ended[i] = (self.terminated_v[i] | self.truncated_v[i]) \
                     if self.track_ended else 0
+                self.from_serial[j] = self.returned_serial[i]
+                self.to_serial[j] = self.final_serial[i] if self.same_step and self.has_final[i] \
+                    else self.obs_serial[i]
+                self.returned_serial[i] = self.obs_serial[i]
+            self.serial_rows = k
         obs = None
         if whole:  # copies: views of the whole columns would change at the next step
             if self.output >= 0:  # the workers' copy
@@ -670,9 +686,16 @@ cdef class VectorStep:
                                              buf.game, self.game_key, full, has_final)
                 info["_final_info"] = has_final.copy()
 
+    def serials(self):
+        """The :class:`~fastatari.vector.serials.FrameSerials` of the last results' rows."""
+        k = self.serial_rows
+        return FrameSerials(self.source, np.array(self.from_serial[:k]),
+                            np.array(self.to_serial[:k]))
+
     def info(self, mask):
         """gymnasium's batched info of every env where ``mask`` (a reset's), zeros
-        elsewhere."""
+        elsewhere. (The observations returned with it are every env's.)"""
+        self.returned_serial[:] = self.obs_serial
         buf = self.buffers
         info = batched(buf.info, self.info_fields, buf.game_done, buf.game, self.game_key,
                        slice(None), mask)

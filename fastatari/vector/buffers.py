@@ -50,6 +50,10 @@ def _columns(obs_shape: Tuple[int, ...], continuous: bool) -> Dict[str, ColumnSp
         "game_done": ("bool", ()),  # this step ended a game: game_* hold its statistics
         "has_final": ("bool", ()),  # final_* hold the ended episode's last step
         "life_loss": ("bool", ()),  # life_loss_info: a life lost, the episode goes on
+        # which stack obs holds: one more after a step's frame is pushed onto it, two more
+        # after any other change (a reset, a restore): the stack a step pushed onto is known
+        "obs_serial": ("int64", ()),
+        "final_serial": ("int64", ()),  # final_obs's (same-step autoreset, a restart's)
     }
     for field in STEP_FIELDS:
         columns[field.name] = (field.dtype, field.shape)
@@ -236,6 +240,8 @@ class SharedBuffers:
     game_done: np.ndarray
     has_final: np.ndarray
     life_loss: np.ndarray
+    obs_serial: np.ndarray
+    final_serial: np.ndarray
     info: Dict[str, np.ndarray]
     final_info: Dict[str, np.ndarray]
     game: Dict[str, np.ndarray]
@@ -277,6 +283,8 @@ class SharedBuffers:
         self.game_done = views["game_done"]
         self.has_final = views["has_final"]
         self.life_loss = views["life_loss"]
+        self.obs_serial = views["obs_serial"]
+        self.final_serial = views["final_serial"]
         self.info = {f.name: views[f.name] for f in INFO_FIELDS}
         self.final_info = {f.name: views["final_" + f.name] for f in INFO_FIELDS}
         self.game = {f.name: views["game_" + f.name] for f in GAME_FIELDS}
@@ -311,7 +319,7 @@ class SharedBuffers:
         self._open = False
         for name in ("control", "obs", "final_obs", "action", "op", "ticket", "pending",
                      "progress", "reward", "terminated", "truncated", "game_done", "has_final",
-                     "life_loss", "info", "final_info", "game", "_results", "outputs",
-                     "batch_first", "batches"):
+                     "life_loss", "obs_serial", "final_serial", "info", "final_info", "game",
+                     "_results", "outputs", "batch_first", "batches"):
             delattr(self, name)
         self.memory.close()

@@ -31,6 +31,7 @@ from fastatari.vector.messages import Reply
 from fastatari.vector.plan import VectorPlan
 from fastatari.vector.resets import reset_mask
 from fastatari.vector.rollout import Rollout
+from fastatari.vector.serials import FrameSerials
 from fastatari.vector.snapshots import Snapshots
 from fastatari.vector.spaces import BatchedBox
 
@@ -202,6 +203,17 @@ class AtariVectorEnv(Snapshots, CallOrder, gymnasium.vector.VectorEnv):
         """The worker processes' ids, in worker order."""
         self._check_open()
         return self.executor.pids
+
+    @property
+    def frame_serials(self) -> FrameSerials:
+        """Which observation stacks the last ``step`` (every env) or ``recv`` (the batch's
+        envs) went from and to, per row of its results (:class:`~fastatari.vector.serials.
+        FrameSerials`): pass it with that step's observations to a replay memory's ``add``
+        (``serials=``), which then takes each continued stack's frames without comparing
+        them. The observations must be the arrays this env returned (``copy=True``, the
+        default: views change at the next step), the final ones put in where episodes
+        ended, unmodified."""
+        return self._steps().serials()
 
     @property
     def worker_restarts(self) -> int:

@@ -139,6 +139,7 @@ class Worker:
         for i, seed in requests:
             if restarted:
                 b.final_obs[i] = b.obs[i]
+                b.final_serial[i] = b.obs_serial[i]  # the last stack, no frame pushed
                 for column, final in self._final_columns:
                     final[i] = column[i]
             staged = self._staged.pop(i, None)
@@ -147,6 +148,7 @@ class Worker:
                 info = staged
             else:
                 info = self._game(i, seed).reset(seed)
+            b.obs_serial[i] += 2
             if self._life_loss_info:
                 b.life_loss[i] = False
             if restarted:
@@ -210,16 +212,19 @@ class Worker:
             if action_map is not None:
                 action = action_map[action]
             reward, terminated, truncated, info = game.step(action)
+        b.obs_serial[i] += 1  # a frame pushed onto the stack
         self._write(i, reward, terminated, truncated, info)
         if self._life_loss_info:
             b.life_loss[i] = game.life_loss_signal
         if self.same_step and (terminated or truncated):
             # same-step autoreset: keep the ended episode's last step, start the next one now
             b.final_obs[i] = b.obs[i]
+            b.final_serial[i] = b.obs_serial[i]
             for column, final in self._final_columns:
                 final[i] = column[i]
             b.has_final[i] = True
             reset_info = game.reset()
+            b.obs_serial[i] += 2
             for name, column in self._state_columns:
                 column[i] = reset_info.get(name, 0)  # keys the game does not report: 0
         else:
@@ -245,6 +250,7 @@ class Worker:
         for i, state in items:
             self._staged.pop(i, None)
             self._game(i, None).restore(state)
+            self.buffers.obs_serial[i] += 2
             if state.pending is not None:
                 staging = self._staging_of(i)
                 np.copyto(staging, unpack_frames(state.pending.obs, staging.shape)[0])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pytest
 
@@ -114,6 +117,79 @@ def test_fastataris_vector_env_in_each_autoreset_mode(autoreset_mode, padding_ty
         envs.close()
     check_fed(memory, fed)
     assert memory.frames.frames_stored < 1.5 * len(memory)  # about one frame a transition
+
+
+@pytest.mark.parametrize("padding_type", ["reset", "zero"])
+@pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step"])
+def test_the_vector_envs_frame_serials_store_what_comparing_would(autoreset_mode, padding_type):
+    """With the vector env's frame serials, a continued stream's frames are taken without
+    comparing: every stack gathers back as it was fed, as a twin fed the same arrays without
+    serials does, through episode ends, a reset of every env, a restore of two envs (its
+    observations not returned: the caller's obs is then stale), a killed worker, a batch fed
+    twice and another vector env's serials."""
+    import fastatari
+
+    kw = dict(autoreset_mode=autoreset_mode, max_num_frames_per_episode=100,
+              padding_type=padding_type, max_restarts=2)
+    envs = fastatari.make_vec("breakout", 3, num_workers=2, **kw)
+    other = fastatari.make_vec("breakout", 3, num_workers=1, **kw)
+    memory = ReplayMemory(300, envs.single_observation_space.shape, n_envs=3)
+    twin = ReplayMemory(300, envs.single_observation_space.shape, n_envs=3)
+    fed = []
+    try:
+        obs = envs.reset(seed=0)[0]
+        other.reset(seed=1)
+        rng = np.random.default_rng(0)
+        snapshot = None
+        for t in range(160):
+            if t == 20:
+                snapshot = envs.clone([0, 2])
+            if t == 50:
+                obs = envs.reset()[0]
+            if t == 90:
+                envs.restore(snapshot, [0, 2])
+            if t == 120 and hasattr(signal, "SIGKILL"):
+                os.kill(envs.worker_pids[1], signal.SIGKILL)
+            next_obs, reward, terminated, truncated, info = envs.step(rng.integers(0, 4, 3))
+            serials = envs.frame_serials
+            if t == 140:
+                other.step(np.zeros(3, np.int64))
+                serials = other.frame_serials  # another env's: nothing known from them
+            real_next = next_obs.copy()
+            for i in np.flatnonzero(info.get("_final_obs", np.zeros(3, bool))):
+                real_next[i] = info["final_obs"][i]
+            for _ in range(2 if t == 70 else 1):  # a step added twice: the second compared
+                memory.add(obs, real_next, np.zeros(3, int), reward, terminated, truncated,
+                           serials=serials)
+                twin.add(obs, real_next, np.zeros(3, int), reward, terminated, truncated)
+                fed.append((obs, real_next))
+            obs = next_obs
+    finally:
+        envs.close()
+        other.close()
+    check_fed(memory, fed)
+    check_fed(twin, fed)
+    assert memory.frames.continued > 0.8 * 3 * len(fed)  # most pairs taken without compares
+    assert twin.frames.continued == 0
+    assert memory.frames.frames_stored <= twin.frames.frames_stored + 3
+
+
+def test_frame_serials_are_checked_before_anything_is_stored():
+    from fastatari.vector import FrameSerials
+
+    memory = ReplayMemory(10, (4, 6, 5), n_envs=2)
+    feed(memory, 2)
+    state = memory.state_dict()
+    step = feed(ReplayMemory(10, (4, 6, 5), n_envs=2), 1)[0]
+    good = np.array([1, 1]), np.array([2, 2])
+    for serials, error in ((object(), TypeError), (FrameSerials(True, *good), TypeError),
+                           (FrameSerials(0, *good), ValueError),
+                           (FrameSerials(1, np.array([1, 1, 1]), good[1]), ValueError),
+                           (FrameSerials(1, good[0], good[1].astype(np.int32)), ValueError)):
+        with pytest.raises(error, match="serials"):
+            memory.add(*step, serials=serials)
+        for key, value in memory.state_dict().items():
+            np.testing.assert_array_equal(value, state[key])
 
 
 @pytest.mark.parametrize("padding_type", ["reset", "zero"])

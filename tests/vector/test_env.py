@@ -258,6 +258,51 @@ def test_async_results_equal_sync_results(n, batch_size):
                 envs.send(np.array([actions[t[i], i] for i in ids]), env_ids=ids)
 
 
+@pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step"])
+def test_frame_serials_say_which_steps_pushed_one_frame(autoreset_mode):
+    """frame_serials, per row of a step or a recv: a step that pushed one frame onto the stack
+    returned before it goes from that stack's serial to the next; an episode's end (under
+    next-step autoreset its reset step; under same-step, the step after it), a reset and a
+    restore break the chain; a recv's rows follow its env_id."""
+    n = 3
+    with make_vec("breakout", n, num_workers=2, batch_size=2, autoreset_mode=autoreset_mode,
+                  **dict(FAST, max_num_frames_per_episode=60)) as envs:
+        envs.reset(seed=0)
+        last_next = envs._buf.obs_serial.copy()  # the stacks reset() returned
+        ended = np.zeros(n, bool)
+        chains = 0
+        for t in range(80):
+            if t == 10:
+                snapshot = envs.clone([1])
+            if t == 30:
+                envs.reset()
+                ended[:] = False
+            if t == 50:
+                envs.restore(snapshot, [1])  # its observation is not returned
+            *_, terminated, truncated, info = envs.step(np.zeros(n, np.int64))
+            serials = envs.frame_serials
+            pushed = serials.next_obs == serials.obs + 1
+            continued = serials.obs == last_next  # the stack the last step returned
+            expected = ~ended if autoreset_mode == "next_step" else np.ones(n, bool)
+            expected[1] &= t != 50
+            np.testing.assert_array_equal(pushed, expected, err_msg=f"step {t}")
+            np.testing.assert_array_equal(continued, ~ended & (t != 30), err_msg=f"step {t}")
+            chains += int(pushed.sum())
+            ended = terminated | truncated
+            last_next = np.where(ended, -10, serials.next_obs)
+        assert chains > 150
+        envs.send(np.zeros(n, np.int64))
+        before = {i: s for i, s in enumerate(envs._buf.obs_serial.copy())}
+        got = {}
+        while envs.book.in_flight():
+            *_, info = envs.recv()
+            serials = envs.frame_serials
+            for j, i in enumerate(info["env_id"].tolist()):
+                got[i] = (serials.obs[j], serials.next_obs[j])
+        assert got == {i: (before[i], envs._buf.obs_serial[i]) for i in range(n)}
+        assert serials.source == envs.frame_serials.source
+
+
 def test_slow_trainer_gets_the_same_results():
     """Workers stop spinning when the trainer thinks for long (they sleep in read(2) then), and
     start again when it speeds up: the results never depend on which way a command is caught."""
