@@ -5,7 +5,6 @@ hands a sample's arrays out (:func:`to_tensors`)."""
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 

@@ -569,11 +569,13 @@ cdef class VectorStep:
         cdef int found
         cdef const int64_t[::1] taken
         cdef Transport transport = self.transport
+        cdef int64_t seen
         found = transport.wait(transport.collected + want, transport.timeout)
         while found == FA_DONE and self.synced and self.base == base:
+            seen = transport.completed()  # before the look: a completion after it ends the wait
             ids = transport.take_range(base, want)
             if ids is None:  # a worker took one of these tickets and is writing its row
-                found = transport.wait(transport.completed() + 1, transport.timeout)
+                found = transport.wait(seen + 1, transport.timeout)
                 continue
             taken = ids
             for i in range(want):

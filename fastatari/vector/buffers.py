@@ -203,7 +203,8 @@ def _own_view(memory: mmap.mmap, offset: int, dtype: np.dtype, shape: Tuple[int,
     view a caller makes of it is based on it, so its reference count tells whether it is held
     (and the memory is not unmapped under an array a caller holds: the view exports it)."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    view = memoryview(memory)[offset:offset + nbytes].cast(_format(dtype), shape)
+    flat = memoryview(memory)[offset:offset + nbytes]
+    view = flat.cast(_format(dtype), shape)  # type: ignore[call-overload]
     return np.asarray(view)
 
 

@@ -16,7 +16,10 @@ def test_parallel_ceiling_runs_rounds_in_every_process_and_closes():
     processes = list(loops.processes)
     try:
         assert len(processes) == 2 and ceiling.units_per_round == 4  # 5 // 2 steps each
-        assert loops.run(0) == [None, None]
+        times = loops.run(0)  # each loop's own seconds
+        assert len(times) == 2 and all(t > 0 for t in times)
+        # the ceiling's round: all steps at the sum of the loops' own rates
+        assert ceiling.timed(times) == 4 / (2 / times[0] + 2 / times[1])
         ceiling.run(1)
     finally:
         ceiling.close()

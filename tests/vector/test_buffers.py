@@ -78,11 +78,42 @@ def test_offsets_are_aligned_disjoint_and_in_bounds(num_envs, obs_shape):
 def test_layout_columns_cover_the_schema():
     names = set(Layout(2, (4, 84, 84)).offsets())
     expected = {"control", "obs", "final_obs", "action", "op", "ticket", "pending", "progress",
-                "game_done", "has_final", "life_loss"}
+                "game_done", "has_final", "life_loss", "obs_serial", "final_serial"}
     expected |= {f.name for f in STEP_FIELDS + INFO_FIELDS}
     expected |= {"final_" + f.name for f in INFO_FIELDS}
     expected |= {"game_" + f.name for f in GAME_FIELDS}
     assert names == expected
+
+
+def test_batch_slots_hold_a_recv_batch_each_in_arrays_of_their_own():
+    """A batch slot per recv batch the workers write in place: every result column with
+    batch_size rows, env_id and mark; each array on its own memoryview (a view a caller makes
+    counts on it, as on an output slot), none open at first."""
+    layout = Layout(5, (4, 6, 7), batch_slots=3, batch_size=2)
+    buf = SharedBuffers(layout)
+    try:
+        assert buf.batch_first.tolist() == [-1, -1, -1]
+        assert len(buf.batches) == 3
+        for slot in buf.batches:
+            assert slot["obs"].shape == (2, 4, 6, 7) and slot["obs"].dtype == np.uint8
+            assert slot["mark"].shape == slot["env_id"].shape == (2,)
+            for f in STEP_FIELDS + INFO_FIELDS:
+                assert slot[f.name].shape == (2, *f.shape)
+                assert slot[f.name].dtype.type is np.dtype(f.dtype).type  # int64, not longlong
+            for f in GAME_FIELDS:
+                assert slot["game_" + f.name].dtype == np.dtype(f.dtype)
+            obs = slot["obs"]
+            before = sys.getrefcount(obs)
+            view = obs[1:]
+            after = sys.getrefcount(obs)
+            assert after == before + 1  # (pytest's rewriting holds what an assert reads)
+            del view, obs
+        ends = sorted((offset, offset + int(np.prod(shape)) * dtype.itemsize)
+                      for offset, dtype, shape in layout.offsets().values())
+        assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no two columns overlap
+        assert ends[-1][1] <= layout.nbytes
+    finally:
+        buf.close()
 
 
 def test_continuous_actions_get_a_float32_action_row_per_env():

@@ -6,7 +6,8 @@ processes, stepped synchronously with random actions drawn in advance. For ``VEC
 system and the ceiling (gymnasium's env only up to ``GYM_ASYNC_MAX_ENVS``: a process per env).
 The ceiling is measured, not multiplied: a bare ``ale.act`` loop per usable core, each in its
 own process, all run together (:func:`~fastatari.bench.harness.parallel_ceiling`); a round's
-rate is all their steps over the wall time of the slowest. Then start-up and memory at
+rate is the sum of each loop's own rate (its steps over the time it took, timed in its
+process). Then start-up and memory at
 ``STARTUP_ENVS`` envs, each system in a fresh interpreter (``fastatari/bench/systems.py``), so
 that import costs and memory compare. Every env and process is closed even when a round raises.
 """
