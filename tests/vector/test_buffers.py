@@ -110,7 +110,7 @@ def test_batch_slots_hold_a_recv_batch_each_in_arrays_of_their_own():
             del view, obs
         ends = sorted((offset, offset + int(np.prod(shape)) * dtype.itemsize)
                       for offset, dtype, shape in layout.offsets().values())
-        assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no two columns overlap
+        assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False))  # none overlap
         assert ends[-1][1] <= layout.nbytes
     finally:
         buf.close()
