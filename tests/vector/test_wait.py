@@ -236,3 +236,47 @@ def test_not_in_the_kernels():
 
     assert not hasattr(_kernels, "publish") and _wait.FAST_WAITS == sys.platform.startswith(
         "linux")
+
+
+def test_a_deliverer_writes_each_ticket_into_the_row_of_the_batch_open_for_it():
+    """Deliverer: the env's ticket first, then its row of the slot whose batch holds that
+    ticket (row ticket - first): the columns as they are, a finished game's statistics only
+    where its game ended (zeros elsewhere), terminated or'ed with the life lost, its env_id,
+    and last its mark; then the completion. A ticket no open slot holds writes nothing."""
+    from fastatari.vector._wait import GAME, PLAIN, TERMINATED, Deliverer
+    from fastatari.vector.buffers import Layout, SharedBuffers
+
+    buf = SharedBuffers(Layout(4, (2, 3, 3), batch_slots=2, batch_size=2))
+    try:
+        b = buf
+        b.obs[:] = np.arange(4, dtype=np.uint8)[:, None, None, None] + 1
+        b.reward[:] = [0.5, 1.5, 2.5, 3.5]
+        b.terminated[:] = [False, False, True, False]
+        b.life_loss[:] = [True, False, False, False]
+        b.game_done[:] = [False, True, False, False]
+        b.game["r"][:] = [7.0, 8.0, 9.0, 10.0]
+        for slot in b.batches:
+            slot["game_r"][:] = -1.0
+        deliver = Deliverer(
+            b.control, b.ticket, b.batch_first, b.batches,
+            [("obs", b.obs, PLAIN), ("reward", b.reward, PLAIN),
+             ("terminated", b.terminated, TERMINATED), ("game_done", b.game_done, PLAIN),
+             ("game_r", b.game["r"], GAME)],
+            b.game_done, b.life_loss)
+        b.batch_first[:] = [-1, 2]  # slot 1 holds the batch of tickets 2 and 3
+        for i in (3, 2, 0, 1):  # tickets 0, 1, 2, 3
+            deliver.complete(i, -1)
+        assert b.ticket.tolist() == [2, 3, 1, 0] and completed(b.control) == 4
+        slot = b.batches[1]
+        assert slot["env_id"].tolist() == [0, 1] and slot["mark"].tolist() == [2, 3]
+        np.testing.assert_array_equal(slot["obs"], b.obs[[0, 1]])
+        assert slot["reward"].tolist() == [0.5, 1.5]
+        assert slot["terminated"].tolist() == [True, False]  # env 0 lost a life
+        assert slot["game_done"].tolist() == [False, True]
+        assert slot["game_r"].tolist() == [0.0, 8.0]  # env 0's game went on
+        untouched = b.batches[0]
+        assert not untouched["obs"].any() and untouched["game_r"].tolist() == [-1.0, -1.0]
+        with pytest.raises(IndexError, match="out of range"):
+            deliver.complete(4, -1)
+    finally:
+        buf.close()  # (views still held keep the mapping until they go)
