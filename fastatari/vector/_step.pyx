@@ -534,6 +534,9 @@ cdef class VectorStep:
             raise ValueError("recv() with no env in flight")  # the front checks first
         if self.synced and (want < self.batch_size or book.count):
             self._unsync()  # this batch is not the next batch_size tickets
+        elif not self.synced and self.shared_slots and want == self.batch_size \
+                and book.count == 0:
+            self._resync_in_flight()
         if self.synced:
             results = self._recv_in_place(want)
             if results is not None:
@@ -609,6 +612,16 @@ cdef class VectorStep:
         self.base = self.ahead = self.transport.issued()
         self.synced = True
         self._open_ahead()
+
+    cdef void _resync_in_flight(self):
+        """With envs in flight (a steady loop after a fault or a partial batch): where the
+        tickets run on from the lowest not taken (``Transport.first_untaken``), the next batch
+        starts there (its rows completed already the trainer copies)."""
+        cdef int64_t first = self.transport.first_untaken()
+        if first >= 0:
+            self.base = self.ahead = first
+            self.synced = True
+            self._open_ahead()
 
     cdef void _unsync(self):
         """Close every slot (a worker that read one open may still write a row there, never

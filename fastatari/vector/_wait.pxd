@@ -31,6 +31,7 @@ cdef class Transport:
     cdef int wait(self, int64_t target, double limit) except -1
     cdef take(self, bint in_order, Py_ssize_t limit)
     cdef take_range(self, int64_t base, Py_ssize_t want)
+    cdef int64_t first_untaken(self) noexcept nogil
     cdef int64_t issued(self) noexcept nogil
     cdef int64_t completed(self) noexcept nogil
     cdef int64_t load(self, const int64_t *word) noexcept nogil

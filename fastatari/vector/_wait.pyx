@@ -448,6 +448,27 @@ cdef class Transport:
         self.collected += want
         return done
 
+    cdef int64_t first_untaken(self) noexcept nogil:
+        """The lowest ticket not taken yet, where it is known: -1 unless every ticket below
+        it was taken (no worker is writing one, none was lost with a worker) and every
+        ticket from it to the last handed out belongs to an env in flight that completed.
+        From there on the tickets run on without a gap: a ``recv`` batch is the next
+        ``batch_size`` of them."""
+        cdef Py_ssize_t i, found = 0
+        cdef int64_t issued = fa_issued(self.c), ticket, lowest = issued
+        for i in range(self.n):
+            if self.in_flight[i]:
+                ticket = fa_load64(&self.tickets[i])
+                if 0 <= ticket < issued:
+                    found += 1
+                    if ticket < lowest:
+                        lowest = ticket
+        # the tickets taken are all below the lowest (none in between is missing), and there
+        # are as many as the tickets below it: no gap anywhere
+        if found == issued - lowest and self.collected == lowest:
+            return lowest
+        return -1
+
     cdef int64_t issued(self) noexcept nogil:
         """Tickets handed out so far: the next one, while no env is in flight."""
         return fa_issued(self.c)

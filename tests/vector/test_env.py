@@ -373,6 +373,42 @@ def test_worker_killed_is_restarted_and_others_lose_nothing():
         assert all(alive(p) for p in pids)
 
 
+@linux_only
+def test_batches_written_in_place_with_kills():
+    """A steady async loop whose batches the workers write in place, one worker killed at
+    random moments (mid-emulation, mid-row, asleep). The surviving worker's envs stay on their
+    clean-run trajectories, and batches come in place again after each fault, with envs in
+    flight all along (Transport.first_untaken)."""
+    n, batch, steps = 12, 4, 200
+    rng = np.random.default_rng(4)
+    actions = rng.integers(0, 4, (steps, n))
+    expected = clean_run(n, 5, actions, num_workers=2)
+    with make_vec("breakout", n, num_workers=2, batch_size=batch, max_restarts=100,
+                  **FAST) as envs:
+        envs.reset(seed=5)
+        t = np.zeros(n, int)
+        kills = recvs = 0
+        envs.send(actions[0])
+        while envs.book.in_flight():
+            recvs += 1
+            if recvs % 40 == 20:  # (the victim progresses between kills: it is restarted)
+                time.sleep(rng.random() * 1e-3)  # at some moment of its work
+                os.kill(envs.worker_pids[1], signal.SIGKILL)  # envs 6..11
+                kills += 1
+            obs, reward, *_, info = envs.recv()
+            for j, i in enumerate(info["env_id"].tolist()):
+                if i < n // 2:  # worker 0's envs never notice
+                    assert np.array_equal(obs[j], expected[t[i]][0][i]), f"env {i} step {t[i]}"
+                    assert reward[j] == expected[t[i]][1][i], f"env {i} step {t[i]}"
+                t[i] += 1
+            ids = info["env_id"][t[info["env_id"]] < steps]
+            if ids.size:
+                envs.send(actions[t[ids], ids], env_ids=ids)
+        assert kills >= 10
+        if envs.executor.transport is not None:  # (the portable waits' pool gathers them)
+            assert envs._stepper.batches_in_place > steps * n // batch // 2
+
+
 @pytest.mark.slow
 @linux_only
 def test_soak_async_and_sync_with_kills():
