@@ -16,7 +16,7 @@ import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -90,31 +90,26 @@ class Layout:
 
     def offsets(self) -> Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]]:
         """Column name -> (byte offset, dtype, full shape); columns are cache-line aligned,
-        after the control words (:data:`CONTROL_BYTES` at offset 0), the output slots last."""
+        after the control words (:data:`CONTROL_BYTES` at offset 0), then the output slots
+        and the batch slots (``batch_first``, then ``batch<s>.<column>``)."""
+        placed: List[Tuple[str, str, Tuple[int, ...]]] = [
+            (name, dtype, (self.num_envs,) + shape)
+            for name, (dtype, shape) in _columns(self.obs_shape, self.continuous).items()]
+        if self.outputs:
+            placed.append(("outputs", "uint8", (self.outputs, self.num_envs) + self.obs_shape))
+        if self.batch_slots:
+            placed.append(("batch_first", "int64", (self.batch_slots,)))
+            placed += [(f"batch{s}.{name}", dtype, (self.batch_size,) + shape)
+                       for s in range(self.batch_slots)
+                       for name, (dtype, shape) in _batch_columns(self.obs_shape).items()]
         out: Dict[str, Tuple[int, np.dtype, Tuple[int, ...]]] = {
             "control": (0, np.dtype(np.uint8), (CONTROL_BYTES,))}
         offset = CONTROL_BYTES
-        for name, (dtype, shape) in _columns(self.obs_shape, self.continuous).items():
+        for name, dtype, full in placed:
             dt = np.dtype(dtype)
             offset = (offset + 63) // 64 * 64
-            full = (self.num_envs,) + shape
             out[name] = (offset, dt, full)
             offset += int(np.prod(full, dtype=np.int64)) * dt.itemsize
-        if self.outputs:
-            out["outputs"] = ((offset + 63) // 64 * 64, np.dtype(np.uint8),
-                              (self.outputs, self.num_envs) + self.obs_shape)
-            offset = out["outputs"][0] + self.outputs * self.num_envs * int(np.prod(
-                self.obs_shape, dtype=np.int64))
-        if self.batch_slots:
-            slot_columns = [("batch_first", ("int64", (self.batch_slots,)))] + [
-                (f"batch{s}.{name}", (dtype, (self.batch_size,) + shape))
-                for s in range(self.batch_slots)
-                for name, (dtype, shape) in _batch_columns(self.obs_shape).items()]
-            for name, (dtype, full) in slot_columns:
-                dt = np.dtype(dtype)
-                offset = (offset + 63) // 64 * 64
-                out[name] = (offset, dt, full)
-                offset += int(np.prod(full, dtype=np.int64)) * dt.itemsize
         return out
 
     @property
