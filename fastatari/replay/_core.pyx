@@ -7,8 +7,11 @@ last, byte for byte: an observation that is the previous next observation reuses
 a next observation that shifts the observation by some frames reuses those, a frame that
 repeats the one before it (reset padding) or is all zeros is not stored again. Only what
 matches nothing is stored, so a sampled stack is always the stack that was added, whatever
-made it. Frames live in chunks, in serial order; a chunk goes back to the spares once every
-transition that refers to it is overwritten, so memory follows the frames alive.
+made it. A caller that knows which stacks continue (a vector env's frame serials, passed to
+:meth:`FrameStore.put`) skips the matching for those: their frames are the stream's last
+ones moved on by one, on the caller's word. Frames live in chunks, in serial order; a chunk
+goes back to the spares once every transition that refers to it is overwritten, so memory
+follows the frames alive.
 """
 
 from cpython.buffer cimport PyBUF_FORMAT, PyBUF_WRITABLE
