@@ -24,6 +24,7 @@ cdef class Transport:
     cdef SpinRule spins
     cdef object arrays  # what the pointers point into, kept alive
     cdef public int64_t collected
+    cdef readonly int64_t lost
     cdef readonly bint closed
 
     cdef int64_t start(self, const uint8_t *ops, int32_t output, bint mark) noexcept nogil

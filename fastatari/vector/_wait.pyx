@@ -269,7 +269,7 @@ cdef class Deliverer:
             self._complete(i, evfd)
 
     cdef void _complete(self, Py_ssize_t i, int evfd) noexcept nogil:
-        cdef int64_t taken = fa_take_ticket(self.c), first
+        cdef int64_t taken = fa_take_ticket(self.c, &self.tickets[i]), first
         cdef Py_ssize_t s, k, row, size
         cdef char *to
         for s in range(self.slots):
@@ -322,8 +322,9 @@ cdef class Transport:
     byte per env: started, not taken), ``epfd`` and ``evfd`` its epoll set and eventfd
     (:func:`wait_done`), ``timeout`` a wait's limit in seconds (None: none), ``spins`` the rule
     of the waits' spins. :attr:`collected` counts the completions taken, the count every wait
-    waits past. After :meth:`close` (the pool's memory and descriptors are gone) nothing may
-    run it: callers look at :attr:`closed` first."""
+    waits past; :attr:`lost` the tickets taken by envs lost with their worker (:meth:`drop`).
+    After :meth:`close` (the pool's memory and descriptors are gone) nothing may run it:
+    callers look at :attr:`closed` first."""
 
     def __init__(self, uint8_t[::1] control, int64_t[::1] tickets, uint8_t[::1] op,
                  uint8_t[::1] in_flight, int epfd, int evfd, timeout, SpinRule spins):
@@ -336,7 +337,7 @@ cdef class Transport:
         self.epfd, self.evfd = epfd, evfd
         self.timeout = _seconds(timeout, "timeout")
         self.spins = spins
-        self.collected = 0
+        self.collected = self.lost = 0
         self.closed = False
 
     def close(self):
@@ -456,6 +457,7 @@ cdef class Transport:
         ``batch_size`` of them."""
         cdef Py_ssize_t i, found = 0
         cdef int64_t issued = fa_issued(self.c), ticket, lowest = issued
+        # (a ticket a worker holds, FA_HELD, is below 0: not counted, so it is a gap)
         for i in range(self.n):
             if self.in_flight[i]:
                 ticket = fa_load64(&self.tickets[i])
@@ -463,9 +465,9 @@ cdef class Transport:
                     found += 1
                     if ticket < lowest:
                         lowest = ticket
-        # the tickets taken are all below the lowest (none in between is missing), and there
-        # are as many as the tickets below it: no gap anywhere
-        if found == issued - lowest and self.collected == lowest:
+        # every ticket from the lowest on is an env's (no gap above it), and those below it
+        # were taken or lost with a worker, as many as there are: no gap anywhere
+        if found == issued - lowest and self.collected + self.lost == lowest:
             return lowest
         return -1
 
@@ -484,6 +486,22 @@ cdef class Transport:
     cdef void store(self, int64_t *word, int64_t value) noexcept nogil:
         """A shared word (a batch slot's first ticket), written atomically."""
         fa_store64(word, value)
+
+    def drop(self, ids):
+        """The envs ``ids`` in flight were lost with their worker, their results never
+        written: no longer in flight, and a ticket one of them held (taken, its completion
+        under way) counted in :attr:`lost`."""
+        cdef const int64_t[::1] sel = np.ascontiguousarray(ids, np.int64)
+        cdef Py_ssize_t j
+        self._check_open()
+        for j in range(sel.shape[0]):
+            if not 0 <= sel[j] < self.n:
+                raise IndexError(f"env {sel[j]} out of range for {self.n} envs")
+        for j in range(sel.shape[0]):
+            if fa_load64(&self.tickets[sel[j]]) <= -2:  # FA_HELD(ticket)
+                self.lost += 1
+                fa_store64(&self.tickets[sel[j]], -1)
+            self.in_flight[sel[j]] = 0
 
     def take_done(self, bint in_order, Py_ssize_t limit=-1):
         """:meth:`take` from Python."""

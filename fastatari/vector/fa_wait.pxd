@@ -27,7 +27,7 @@ cdef extern from "fa_wait.h" nogil:
     int fa_wait_generation(fa_control *c, uint32_t seen, double spin_s, double timeout_s)
     uint8_t fa_claim(uint8_t *op)
     void fa_complete(fa_control *c, int64_t *ticket, int evfd)
-    int64_t fa_take_ticket(fa_control *c)
+    int64_t fa_take_ticket(fa_control *c, int64_t *ticket)
     void fa_complete_as(fa_control *c, int64_t *ticket, int64_t taken, int evfd)
     int64_t fa_load64(const int64_t *p)
     void fa_store64(int64_t *p, int64_t v)

@@ -470,7 +470,7 @@ class WorkerPool(Executor):
         self._died(k, f"worker {k} (pid {worker.pid}) {what}", detail, tail,
                    warn=hung or error is not None)
         lost = block[self._in_flight[block] & (self.buffers.ticket[block] < 0)]
-        self._in_flight[lost] = False
+        self._transport.drop(lost)  # (a ticket one held is known lost: no gap waited for)
         self.buffers.op[block] = Op.IDLE  # ops it never took: the replacement must not run them
         self.buffers.pending[self._first_envs[k]] = 0
         self._launch(k, self.seeds.restart_resets(block.tolist(), self.restarts),

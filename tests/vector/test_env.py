@@ -373,15 +373,12 @@ def test_worker_killed_is_restarted_and_others_lose_nothing():
         assert all(alive(p) for p in pids)
 
 
-@pytest.mark.slow
 @linux_only
 def test_batches_written_in_place_with_kills():
-    """Soak (run with -m slow; its share of batches in place fails when a kill lands between
-    a worker's ticket and its completion: the gap keeps batches gathered until nothing is in
-    flight, which this loop never reaches). A steady async loop whose batches the workers
-    write in place, one worker killed at random moments (mid-emulation, mid-row, asleep). The
-    surviving worker's envs stay on their clean-run trajectories, and batches come in place
-    again after each fault, with envs in
+    """A steady async loop whose batches the workers write in place, one worker killed at
+    random moments (mid-emulation, mid-row, asleep: a kill between a worker's ticket and its
+    completion leaves the ticket held, known lost). The surviving worker's envs stay on their
+    clean-run trajectories, and batches come in place again after each fault, with envs in
     flight all along (Transport.first_untaken)."""
     n, batch, steps = 12, 4, 200
     rng = np.random.default_rng(4)

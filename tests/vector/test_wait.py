@@ -111,6 +111,27 @@ def test_a_take_with_a_limit_leaves_the_later_envs_in_flight():
             call()
 
 
+def test_envs_lost_with_their_worker_leave_no_ticket_unaccounted():
+    """A worker that dies between taking an env's ticket and completing it leaves the ticket
+    held in the env's word (-2 - ticket); dropping the envs lost counts that ticket lost (the
+    trainer then knows the gap instead of waiting for it), frees the word, and takes the envs
+    out of flight. An env lost before it took a ticket leaves nothing to count."""
+    control, tickets = control_words(), np.zeros(4, np.int64)
+    op, in_flight = np.zeros(4, np.uint8), np.zeros(4, np.uint8)
+    hot = _wait.Transport(control, tickets, op, in_flight, -1, -1, None, _wait.SpinRule(0.0))
+    hot.run(None)
+    complete(control, tickets, 0, -1)  # ticket 0
+    tickets[2] = -2 - 1  # ticket 1, taken by env 2 when its worker died
+    hot.drop(np.array([2, 3], np.int32))  # env 3 had not finished
+    assert hot.lost == 1 and tickets.tolist() == [0, -1, -1, -1]
+    assert in_flight.tolist() == [1, 1, 0, 0]
+    hot.drop([1])
+    assert hot.lost == 1 and in_flight.tolist() == [1, 0, 0, 0]
+    with pytest.raises(IndexError, match="out of range"):
+        hot.drop([4])
+    assert in_flight.tolist() == [1, 0, 0, 0]
+
+
 def test_completions_are_counted_in_ticket_order():
     control = control_words()
     tickets = np.full(4, -1, np.int64)

@@ -271,7 +271,14 @@ sleep:
 
 uint8_t fa_claim(uint8_t *op) { return exchange8(op, 0); }
 
-int64_t fa_take_ticket(fa_control *c) { return add64(&c->issued, 1); }
+int64_t fa_take_ticket(fa_control *c, int64_t *ticket)
+{
+    /* (a death between the two leaves a gap unseen: one instruction's window, against the
+     * row's write between take and completion) */
+    int64_t taken = add64(&c->issued, 1);
+    store64(ticket, FA_HELD(taken));
+    return taken;
+}
 
 int64_t fa_issued(const fa_control *c) { return load64(&c->issued); }
 
@@ -281,7 +288,7 @@ void fa_store64(int64_t *p, int64_t v) { store64(p, v); }
 
 void fa_complete(fa_control *c, int64_t *ticket, int evfd)
 {
-    fa_complete_as(c, ticket, fa_take_ticket(c), evfd);
+    fa_complete_as(c, ticket, fa_take_ticket(c, ticket), evfd);
 }
 
 void fa_complete_as(fa_control *c, int64_t *ticket, int64_t taken, int evfd)

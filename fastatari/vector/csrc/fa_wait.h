@@ -47,6 +47,10 @@ typedef struct fa_control {
 #define FA_INTERRUPTED (-1) /* a signal arrived: let Python run its handlers, then wait again */
 #define FA_FAILED (-2)      /* epoll_wait failed (errno) */
 
+/* An env's ticket word: -1 not completed, a ticket >= 0 completed with it, FA_HELD(t) <= -2
+ * ticket t taken, its completion under way; FA_HELD is its own inverse. */
+#define FA_HELD(t) (-2 - (t))
+
 /* 1 where the waits sleep on futex/eventfd/epoll (Linux); 0 where they nap. */
 int fa_fast_waits(void);
 /* A monotonic clock, in seconds (how long a wait lasted). */
@@ -75,8 +79,10 @@ int32_t fa_output(const fa_control *c); /* after a claim: its op's output slot *
  * the completion it waits for (evfd < 0: the trainer naps, no wake). */
 void fa_complete(fa_control *c, int64_t *ticket, int evfd);
 /* The same in two parts, for a worker that writes the env's row of a batch in place: take the
- * next ticket first (its place in the batches), write, then complete with it. */
-int64_t fa_take_ticket(fa_control *c);
+ * next ticket first (its place in the batches), write, then complete with it. Meanwhile the
+ * env's ticket word holds FA_HELD(taken): a worker that dies there leaves its ticket where the
+ * trainer finds it (the gap in the tickets is known, not waited for). */
+int64_t fa_take_ticket(fa_control *c, int64_t *ticket);
 void fa_complete_as(fa_control *c, int64_t *ticket, int64_t taken, int evfd);
 
 /* either side: a shared 64-bit word, read and written atomically (a batch's range, a row's
