@@ -1,6 +1,7 @@
 """Shared fixtures: real ALE frames, every SIMD path the CPU runs, and OpenCV on the reference."""
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -97,3 +98,18 @@ def opencv_on_the_reference():
         warnings.warn(f"this platform's OpenCV INTER_AREA differs from the x86-64 reference in "
                       f"{changed} of {total} values (by 1); the parity tests used the reference",
                       stacklevel=1)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def sb3_logs_in_the_session_folder(tmp_path_factory):
+    """Stable-Baselines3 makes a log folder per model it configures (``/tmp/SB3-<time>`` when
+    ``SB3_LOGDIR`` is unset): the session's temporary folder holds them instead."""
+    before = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SB3_LOGDIR", None)
+        else:
+            os.environ["SB3_LOGDIR"] = before

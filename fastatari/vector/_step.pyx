@@ -16,6 +16,7 @@ from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport _Py_REFCNT
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, memset
 
 import numpy as np
@@ -24,7 +25,7 @@ cimport numpy as cnp
 
 from fastatari.vector._book cimport EnvBook
 from fastatari.vector._codes cimport PHASE_IDLE
-from fastatari.vector._wait cimport Transport
+from fastatari.vector._wait cimport RowRule, Transport
 from fastatari.vector.fa_wait cimport FA_DONE
 
 from fastatari.vector.infos import batched
@@ -93,38 +94,40 @@ cdef class _ResultSlot:
     arrays and masks; ``with_obs`` for a ``recv`` batch: the observations too): reused, written
     in place of fresh copies, while no caller holds any of them, so a step that allocates
     nothing builds nothing but its dicts; a fresh set when each is held. ``shared``: a batch
-    slot of the shared memory (``SharedBuffers.batches``), whose rows the workers write."""
+    slot of the shared memory (``SharedBuffers.batches``), whose rows the workers write. Its
+    rows are written as the step's :class:`~fastatari.vector._wait.RowRule` says."""
     cdef Py_ssize_t rows
-    cdef object obs, reward, terminated, truncated, done, game_index, index_mask, life_loss
-    cdef object game_done, game_key, game_mask_key, env_id, mark, index_column
+    cdef RowRule rule
+    cdef char **dst  # the rule's arrays here
+    cdef object obs, reward, terminated, truncated, done, game_index, index_mask
+    cdef object game_key, game_mask_key, env_id, mark, index_column
     cdef dict info, game  # templates: the field arrays and masks; the game columns and masks
-    cdef tuple copies, masks, wheres  # (array, column) pairs; mask arrays; pairs
+    cdef tuple masks
     cdef tuple arrays
     cdef object idle_refs
 
-    def __init__(self, VectorStep step, Py_ssize_t rows, bint with_obs, dict shared=None):
-        def like(column, name):
-            if shared is not None:
-                return shared[name]
-            return np.empty((rows,) + column.shape[1:], column.dtype)
+    def __cinit__(self):
+        self.dst = NULL
 
+    def __init__(self, VectorStep step, Py_ssize_t rows, bint with_obs, dict shared=None):
         self.rows = rows
-        self.life_loss = step.life_loss if step.life_loss_info else None
-        self.game_done, self.game_key = step.game_done_array, step.game_key
-        self.game_mask_key = step.game_mask_key
-        self.obs = like(step.obs, "obs") if with_obs else None
-        self.reward, self.terminated, self.truncated = like(step.reward, "reward"), \
-            like(step.terminated, "terminated"), like(step.truncated, "truncated")
-        copies = [(self.reward, step.reward), (self.terminated, step.terminated),
-                  (self.truncated, step.truncated)]
-        if with_obs:
-            copies.append((self.obs, step.obs))
+        self.rule = step.batch_rule if with_obs else step.step_rule
+        self.game_key, self.game_mask_key = step.game_key, step.game_mask_key
+        by_name = {name: shared[name] if shared is not None
+                   else np.empty((rows,) + column.shape[1:], column.dtype)
+                   for name, column, _ in step.columns(with_obs)}
+        self.dst = <char **>malloc((self.rule.count + 1) * sizeof(char *))
+        if self.dst == NULL:
+            raise MemoryError()
+        self.rule.targets(by_name, rows, self.dst)
+        self.obs = by_name["obs"] if with_obs else None
+        self.reward, self.terminated = by_name["reward"], by_name["terminated"]
+        self.truncated, self.done = by_name["truncated"], by_name["game_done"]
         masks = []
         self.info = {}
-        for name, column in step.fields:
-            array, mask = like(column, name), np.empty(rows, np.bool_)
-            self.info[name], self.info["_" + name] = array, mask
-            copies.append((array, column))
+        for name, _ in step.fields:
+            mask = np.empty(rows, np.bool_)
+            self.info[name], self.info["_" + name] = by_name[name], mask
             masks.append(mask)
         self.game_index = self.index_mask = None
         self.index_column = step.game_index
@@ -132,22 +135,21 @@ cdef class _ResultSlot:
             self.game_index, self.index_mask = np.empty(rows, step.game_index.dtype), \
                 np.empty(rows, np.bool_)
             masks.append(self.index_mask)
-        self.done = like(step.game_done_array, "game_done")
         self.game = {}
-        wheres = []
-        for name, column in step.game_columns:
-            array = like(column, "game_" + name)
-            self.game[name], self.game["_" + name] = array, self.done
-            wheres.append((array, column))
+        for name in step.game_fields:
+            self.game[name], self.game["_" + name] = by_name["game_" + name], self.done
         self.env_id = self.mark = None
         ids = ()
         if shared is not None:
             self.env_id, self.mark = shared["env_id"], shared["mark"]
             ids = (self.env_id,)
-        self.copies, self.masks, self.wheres = tuple(copies), tuple(masks), tuple(wheres)
-        self.arrays = tuple(a for a, _ in copies + wheres) + tuple(masks) + (self.done,) + ids \
+        self.masks = tuple(masks)
+        self.arrays = tuple(by_name.values()) + self.masks + ids \
             + (() if self.game_index is None else (self.game_index,))
         self.idle_refs = None  # counted at the first look, once this constructor's names are gone
+
+    def __dealloc__(self):
+        free(self.dst)
 
     cdef bint idle(self):
         """Whether no caller holds any of the arrays (or a view of one)."""
@@ -163,30 +165,8 @@ cdef class _ResultSlot:
         """Write the results of the envs ``sel`` (every env, in order, when ``whole``) into
         the arrays; the step's return value (``obs``: the observations, unless this set has
         its own)."""
-        cdef Py_ssize_t j, size, n = self.rows
-        cdef tuple pair
-        cdef uint8_t *flag
-        cdef const uint8_t *lost
-        cdef const uint8_t *done
-        cdef char *dst
-        cdef const char *src
-        for pair in self.copies:
-            _take_rows(pair[0], pair[1], &sel[0], whole, n)
-        if self.life_loss is not None:  # ale-py's: terminated at a life loss, episode goes on
-            flag, lost = <uint8_t *>_data(self.terminated), <uint8_t *>_data(self.life_loss)
-            for j in range(n):
-                flag[j] |= lost[sel[j]]
-        if games:  # a finished game's statistics, zeros for the other envs
-            _take_rows(self.done, self.game_done, &sel[0], whole, n)
-            done = <uint8_t *>_data(self.done)
-            for pair in self.wheres:
-                dst, src = _data(pair[0]), _data(pair[1])
-                size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // n
-                for j in range(n):
-                    if done[j]:
-                        memcpy(dst + j * size, src + sel[j] * size, size)
-                    else:
-                        memset(dst + j * size, 0, size)
+        with nogil:
+            self.rule.write_rows(self.dst, &sel[0], whole, self.rows)
         return self._finish(sel, whole, obs, games)
 
     cdef tuple fill_in_place(self, Transport transport, const int64_t[::1] sel, int64_t first,
@@ -197,31 +177,14 @@ cdef class _ResultSlot:
         opened for it)."""
         cdef Py_ssize_t j
         cdef int64_t *mark = <int64_t *>_data(self.mark)
+        cdef int64_t *env_id = <int64_t *>_data(self.env_id)
         cdef Py_ssize_t copied = 0
         for j in range(self.rows):
             if transport.load(&mark[j]) != first + j:
-                self._copy_row(j, sel[j])
+                self.rule.write_row(self.dst, j, sel[j])  # as its worker would have
+                env_id[j] = sel[j]
                 copied += 1
         return self._finish(sel, False, None, games), copied
-
-    cdef void _copy_row(self, Py_ssize_t j, int64_t i):
-        """Env ``i``'s results into row ``j``, as a worker writes them (``Deliverer``)."""
-        cdef Py_ssize_t size
-        cdef tuple pair
-        cdef bint done = (<uint8_t *>_data(self.game_done))[i]
-        for pair in self.copies:
-            size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // self.rows
-            memcpy(_data(pair[0]) + j * size, _data(pair[1]) + i * size, size)
-        if self.life_loss is not None:
-            (<uint8_t *>_data(self.terminated))[j] |= (<uint8_t *>_data(self.life_loss))[i]
-        (<uint8_t *>_data(self.done))[j] = done
-        for pair in self.wheres:
-            size = cnp.PyArray_NBYTES(<cnp.ndarray>pair[0]) // self.rows
-            if done:
-                memcpy(_data(pair[0]) + j * size, _data(pair[1]) + i * size, size)
-            else:
-                memset(_data(pair[0]) + j * size, 0, size)
-        (<int64_t *>_data(self.env_id))[j] = i
 
     cdef tuple _finish(self, const int64_t[::1] sel, bint whole, obs, bint games):
         """The masks, the info dict (a finished game's statistics only where a game ended)
@@ -269,7 +232,8 @@ cdef class VectorStep:
     cdef object ops, all_ids, buffers
     cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
     cdef object game_index, info_fields
-    cdef tuple fields, game_columns, outputs, step_slots, batch_slots
+    cdef tuple fields, game_fields, outputs, step_slots, batch_slots
+    cdef RowRule step_rule, batch_rule  # the rule of a step's rows, a recv batch's (with obs)
     cdef object executor
     cdef Transport transport
     cdef Py_ssize_t batch_size
@@ -320,7 +284,7 @@ cdef class VectorStep:
         self.info_fields = tuple(fields)
         self.fields = tuple((f.name, buffers.info[f.name]) for f in fields)
         self.game_key, self.game_mask_key = game_key, "_" + game_key
-        self.game_columns = tuple((name, buffers.game[name]) for name in game_fields)
+        self.game_fields = tuple(game_fields)
         self.game_index = game_index
         self.ops = np.zeros(self.n, np.uint8)
         self.ops_v = self.ops
@@ -335,11 +299,11 @@ cdef class VectorStep:
         # a slot's references while no caller holds it (or any view of it: views are based on
         # the slot's array, itself on its own memoryview)
         self.idle_refs = _Py_REFCNT(PyTuple_GET_ITEM(outputs, 0)) if self.outputs else 0
-        if not all(a.flags.c_contiguous for a in (
-                self.obs, self.reward, self.terminated, self.truncated, self.life_loss,
-                self.game_done_array, *(c for _, c in self.fields + self.game_columns),
-                *(() if game_index is None else (game_index,)))):
-            raise ValueError("the result columns must be C-contiguous")  # copied row by row
+        if game_index is not None and not game_index.flags.c_contiguous:
+            raise ValueError("game_index must be C-contiguous")  # copied row by row
+        life_loss = self.life_loss if life_loss_info else None  # (the rules check theirs)
+        self.step_rule = RowRule(self.columns(False), self.game_done_array, life_loss)
+        self.batch_rule = RowRule(self.columns(True), self.game_done_array, life_loss)
         self.step_slots = tuple(_ResultSlot(self, self.n, False) for _ in range(RESULT_SLOTS))
         self.batch_slots = tuple(_ResultSlot(self, batch_size, True)
                                  for _ in range(RESULT_SLOTS if batch_size else 0))
@@ -357,6 +321,11 @@ cdef class VectorStep:
         self.source = new_source()
         self.base = self.ahead = 0
         self.synced = False
+
+    def columns(self, bint with_obs):
+        """The result columns a step's rows (``with_obs``: a ``recv`` batch's) have
+        (``SharedBuffers.result_columns``)."""
+        return self.buffers.result_columns(self.info_fields, with_obs)
 
     @property
     def closed(self):

@@ -13,6 +13,22 @@ cdef class SpinRule:
     cpdef void waited(self, double seconds)
 
 
+cdef class RowRule:
+    cdef Py_ssize_t n, count
+    cdef char **src
+    cdef Py_ssize_t *size
+    cdef uint8_t *kind
+    cdef const uint8_t *game_done
+    cdef const uint8_t *life_loss
+    cdef readonly tuple names
+    cdef object arrays
+
+    cdef int targets(self, arrays, Py_ssize_t rows, char **out) except -1
+    cdef void write_row(self, char **dst, Py_ssize_t row, Py_ssize_t i) noexcept nogil
+    cdef void write_rows(self, char **dst, const int64_t *sel, bint whole,
+                         Py_ssize_t rows) noexcept nogil
+
+
 cdef class Transport:
     cdef fa_control *c
     cdef int64_t *tickets

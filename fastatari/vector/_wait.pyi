@@ -29,17 +29,16 @@ def output(control: npt.NDArray[np.uint8]) -> int: ...
 def complete(control: npt.NDArray[np.uint8], tickets: npt.NDArray[np.int64], i: int,
              evfd: int) -> None: ...
 
-PLAIN: int
-GAME: int
-TERMINATED: int
+class RowRule:
+    names: Tuple[str, ...]
+    def __init__(self, columns: Sequence[Tuple[str, npt.NDArray[Any], str]],
+                 game_done: npt.NDArray[np.bool_],
+                 life_loss: npt.NDArray[np.bool_] | None) -> None: ...
 
 class Deliverer:
     def __init__(self, control: npt.NDArray[np.uint8], tickets: npt.NDArray[np.int64],
                  batch_first: npt.NDArray[np.int64],
-                 batches: Sequence[Mapping[str, npt.NDArray[Any]]],
-                 columns: Sequence[Tuple[str, npt.NDArray[Any], int]],
-                 game_done: npt.NDArray[np.bool_],
-                 life_loss: npt.NDArray[np.bool_] | None) -> None: ...
+                 batches: Sequence[Mapping[str, npt.NDArray[Any]]], rule: RowRule) -> None: ...
     def complete(self, i: int, evfd: int) -> None: ...
 
 class Transport:

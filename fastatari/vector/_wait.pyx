@@ -177,86 +177,159 @@ def complete(uint8_t[::1] control, int64_t[::1] tickets, Py_ssize_t i, int evfd)
     fa_complete(_control(control), &tickets[i], evfd)
 
 
-#: How a :class:`Deliverer` writes a column's row into a batch: as it is; a finished game's
-#: statistics (zeros where the env's step ended no game); the terminated flag, or'ed with the
-#: life lost (``life_loss_info``: ale-py's terminated at a life loss)
 cdef enum:
     _PLAIN = 0
     _GAME = 1
     _TERMINATED = 2
-PLAIN, GAME, TERMINATED = _PLAIN, _GAME, _TERMINATED
+_KINDS = {"plain": _PLAIN, "game": _GAME, "terminated": _TERMINATED}
 
 
 cdef inline char *_address(array):
     return <char *><uintptr_t>array.ctypes.data
 
 
+cdef class RowRule:
+    """The one rule of an env's row in a batch of results, whoever writes it: a worker into a
+    ``recv`` batch in place (:class:`Deliverer`), the trainer copying a row a worker did not
+    write, or the trainer gathering a step's or a batch's rows. ``columns``: ``(name, column,
+    kind)`` per column of the envs' results (``SharedBuffers.result_columns``: ``name`` the
+    batch's array of it, ``kind`` how its row is written: ``"plain"``, as it is;
+    ``"game"``, a finished game's statistics, zeros where the env's step ended no game
+    (``game_done``); ``"terminated"``, or'ed with the life lost (``life_loss``; None: not
+    or'ed, ale-py's terminated at a life loss otherwise))."""
+
+    def __cinit__(self):
+        self.src, self.size, self.kind = NULL, NULL, NULL
+
+    def __init__(self, columns, game_done, life_loss):
+        cdef Py_ssize_t k
+        columns = list(columns)
+        self.count = len(columns)
+        self.n = len(game_done)
+        self.names = tuple(name for name, _, _ in columns)
+        self.arrays = (columns, game_done, life_loss)
+        self.game_done = <const uint8_t *>_address(game_done)
+        self.life_loss = NULL if life_loss is None else <const uint8_t *>_address(life_loss)
+        self.src = <char **>calloc(self.count + 1, sizeof(char *))
+        self.size = <Py_ssize_t *>calloc(self.count + 1, sizeof(Py_ssize_t))
+        self.kind = <uint8_t *>calloc(self.count + 1, 1)
+        if not (self.src and self.size and self.kind):
+            raise MemoryError()
+        for k, (name, column, kind) in enumerate(columns):
+            if column.shape[0] != self.n or not column.flags.c_contiguous:
+                raise ValueError(f"column {name} must be C-contiguous with {self.n} rows")
+            if kind not in _KINDS:
+                raise ValueError(f"column {name}: kind must be one of {list(_KINDS)}, "
+                                 f"got {kind!r}")
+            self.src[k], self.size[k] = _address(column), column.nbytes // self.n
+            self.kind[k] = _KINDS[kind]
+
+    def __dealloc__(self):
+        free(self.src)
+        free(self.size)
+        free(self.kind)
+
+    cdef int targets(self, arrays, Py_ssize_t rows, char **out) except -1:
+        """Each column's array of ``rows`` rows in ``arrays`` (by name) into ``out``, checked:
+        C-contiguous, one column's row per row."""
+        cdef Py_ssize_t k
+        for k, name in enumerate(self.names):
+            array = arrays[name]
+            if array.shape[0] != rows or not array.flags.c_contiguous \
+                    or array.nbytes != rows * self.size[k]:
+                raise ValueError(f"{name} must be C-contiguous with {rows} rows of "
+                                 f"{self.size[k]} bytes")
+            out[k] = _address(array)
+        return 0
+
+    cdef void write_row(self, char **dst, Py_ssize_t row, Py_ssize_t i) noexcept nogil:
+        """Env ``i``'s results into row ``row`` of the arrays ``dst`` (:meth:`targets`)."""
+        cdef Py_ssize_t k, size
+        cdef char *to
+        for k in range(self.count):
+            size = self.size[k]
+            to = dst[k] + row * size
+            if self.kind[k] == _GAME and not self.game_done[i]:
+                memset(to, 0, size)
+            else:
+                memcpy(to, self.src[k] + i * size, size)
+            if self.kind[k] == _TERMINATED and self.life_loss != NULL:
+                to[0] = to[0] | <char>self.life_loss[i]
+
+    cdef void write_rows(self, char **dst, const int64_t *sel, bint whole,
+                         Py_ssize_t rows) noexcept nogil:
+        """The results of the envs ``sel`` (every env, in order, when ``whole``) into rows 0 ..
+        ``rows - 1``: :meth:`write_row`'s rule, column by column (a whole column in one
+        copy)."""
+        cdef Py_ssize_t j, k, size
+        cdef char *to
+        cdef const char *src
+        for k in range(self.count):
+            size, to, src = self.size[k], dst[k], self.src[k]
+            if self.kind[k] == _GAME:
+                for j in range(rows):
+                    if self.game_done[sel[j]]:
+                        memcpy(to + j * size, src + sel[j] * size, size)
+                    else:
+                        memset(to + j * size, 0, size)
+                continue
+            if whole:
+                memcpy(to, src, rows * size)
+            else:
+                for j in range(rows):
+                    memcpy(to + j * size, src + sel[j] * size, size)
+            if self.kind[k] == _TERMINATED and self.life_loss != NULL:
+                for j in range(rows):
+                    to[j * size] = to[j * size] | <char>self.life_loss[sel[j]]
+
+
 cdef class Deliverer:
     """A worker's completion of an env (:func:`complete`), writing its results of an async
     step into the ``recv`` batch they belong to on the way: the env's ticket is taken first;
     where a batch slot is open for it (``batch_first[s] <= ticket < batch_first[s] +
-    batch_size``), the env's row of each column goes into row ``ticket - batch_first[s]`` of
-    that slot, with its ``env_id`` and, last, its ``mark`` (the ticket); then the completion is
-    counted. The trainer then returns the slot instead of gathering the rows (a row whose mark
-    is not its ticket, the trainer copies: the slot opened after the env took its ticket).
-
-    ``columns``: ``(name, column, kind)`` for each column of the env's results (``name`` its
-    name in a slot of ``batches``, ``kind`` :data:`PLAIN`, :data:`GAME` or
-    :data:`TERMINATED`); ``game_done`` and ``life_loss`` (None: not or'ed) the env's flags."""
+    batch_size``), the env's row goes into row ``ticket - batch_first[s]`` of that slot, as
+    ``rule`` (:class:`RowRule`) says, with its ``env_id`` and, last, its ``mark`` (the ticket);
+    then the completion is counted. The trainer then returns the slot instead of gathering the
+    rows (a row whose mark is not its ticket, the trainer copies: the slot opened after the env
+    took its ticket)."""
 
     cdef fa_control *c
     cdef int64_t *tickets
     cdef int64_t *first
-    cdef Py_ssize_t n, slots, rows, count
-    cdef char **src
-    cdef char **dst  # count per slot, slot by slot
-    cdef Py_ssize_t *size
-    cdef uint8_t *kind
-    cdef const uint8_t *game_done
-    cdef const uint8_t *life_loss
+    cdef Py_ssize_t n, slots, rows
+    cdef RowRule rule
+    cdef char **dst  # the rule's arrays per slot, slot by slot
     cdef int64_t **env_id
     cdef int64_t **mark
     cdef object arrays
 
     def __cinit__(self):
-        self.src = self.dst = NULL
-        self.size, self.kind, self.env_id, self.mark = NULL, NULL, NULL, NULL
+        self.dst, self.env_id, self.mark = NULL, NULL, NULL
 
     def __init__(self, uint8_t[::1] control, int64_t[::1] tickets, batch_first, batches,
-                 columns, game_done, life_loss):
-        cdef Py_ssize_t k, s
+                 RowRule rule):
+        cdef Py_ssize_t s
         self.c = _control(control)
         self.n, self.tickets = tickets.shape[0], &tickets[0]
-        self.slots, self.count = len(batches), len(columns)
+        if rule.n != self.n:
+            raise ValueError(f"the rule's columns must have the {self.n} envs of tickets")
+        self.rule = rule
+        self.slots = len(batches)
         self.rows = len(batches[0]["mark"]) if self.slots else 0
-        self.arrays = (control, tickets, batch_first, batches, columns, game_done, life_loss)
+        self.arrays = (control, tickets, batch_first, batches)
         self.first = <int64_t *>_address(batch_first) if self.slots else NULL
-        self.game_done = <const uint8_t *>_address(game_done)
-        self.life_loss = NULL if life_loss is None else <const uint8_t *>_address(life_loss)
-        self.src = <char **>calloc(self.count + 1, sizeof(char *))
-        self.dst = <char **>calloc(self.count * self.slots + 1, sizeof(char *))
-        self.size = <Py_ssize_t *>calloc(self.count + 1, sizeof(Py_ssize_t))
-        self.kind = <uint8_t *>calloc(self.count + 1, 1)
+        self.dst = <char **>calloc(rule.count * self.slots + 1, sizeof(char *))
         self.env_id = <int64_t **>calloc(self.slots + 1, sizeof(int64_t *))
         self.mark = <int64_t **>calloc(self.slots + 1, sizeof(int64_t *))
-        if not (self.src and self.dst and self.size and self.kind and self.env_id and self.mark):
+        if not (self.dst and self.env_id and self.mark):
             raise MemoryError()
-        for k, (name, column, kind) in enumerate(columns):
-            if column.shape[0] != self.n or not column.flags.c_contiguous:
-                raise ValueError(f"column {name} must be C-contiguous with {self.n} rows")
-            self.src[k], self.size[k], self.kind[k] = _address(column), \
-                column.nbytes // self.n, kind
-            for s in range(self.slots):
-                self.dst[s * self.count + k] = _address(batches[s][name])
         for s in range(self.slots):
+            rule.targets(batches[s], self.rows, self.dst + s * rule.count)
             self.env_id[s] = <int64_t *>_address(batches[s]["env_id"])
             self.mark[s] = <int64_t *>_address(batches[s]["mark"])
 
     def __dealloc__(self):
-        free(self.src)
         free(self.dst)
-        free(self.size)
-        free(self.kind)
         free(self.env_id)
         free(self.mark)
 
@@ -270,22 +343,13 @@ cdef class Deliverer:
 
     cdef void _complete(self, Py_ssize_t i, int evfd) noexcept nogil:
         cdef int64_t taken = fa_take_ticket(self.c, &self.tickets[i]), first
-        cdef Py_ssize_t s, k, row, size
-        cdef char *to
+        cdef Py_ssize_t s, row
         for s in range(self.slots):
             first = fa_load64(&self.first[s])
             if first < 0 or not first <= taken < first + self.rows:
                 continue
             row = taken - first
-            for k in range(self.count):
-                size = self.size[k]
-                to = self.dst[s * self.count + k] + row * size
-                if self.kind[k] == _GAME and not self.game_done[i]:
-                    memset(to, 0, size)
-                else:
-                    memcpy(to, self.src[k] + i * size, size)
-                if self.kind[k] == _TERMINATED and self.life_loss != NULL:
-                    to[0] = to[0] | <char>self.life_loss[i]
+            self.rule.write_row(self.dst + s * self.rule.count, row, i)
             self.env_id[s][row] = i
             fa_store64(&self.mark[s][row], taken)  # after the row: a mark says it is written
             break

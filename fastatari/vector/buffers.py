@@ -16,11 +16,11 @@ import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS
+from fastatari.core.schema import GAME_FIELDS, INFO_FIELDS, STEP_FIELDS, Field
 from fastatari.vector.host import HOST
 
 #: The control words at offset 0: fa_wait.h's FA_CONTROL_BYTES (a test holds them equal;
@@ -289,6 +289,22 @@ class SharedBuffers:
                          if name not in ("control", "action", "op", "ticket", "pending",
                                          "progress")}
         self._open = True
+
+    def result_columns(self, fields: Sequence[Field], with_obs: bool = True
+                       ) -> List[Tuple[str, np.ndarray, str]]:
+        """The columns of the envs' results that a batch of them has, each as ``(name,
+        column, kind)``: its name in a batch slot, and how an env's row is written
+        (:class:`~fastatari.vector._wait.RowRule`: ``"plain"``; ``"terminated"``, or'ed with
+        a lost life where asked; ``"game"``, a finished game's statistics, zeros where none
+        ended). ``fields``: the info fields of the envs' options; ``with_obs``: the
+        observations too (a ``recv`` batch's, not a step's: its come from an output slot)."""
+        columns = [("obs", self.obs, "plain")] if with_obs else []
+        columns += [("reward", self.reward, "plain"), ("terminated", self.terminated, "terminated"),
+                    ("truncated", self.truncated, "plain")]
+        columns += [(f.name, self.info[f.name], "plain") for f in fields]
+        columns.append(("game_done", self.game_done, "plain"))
+        columns += [("game_" + f.name, self.game[f.name], "game") for f in GAME_FIELDS]
+        return columns
 
     def rows(self, ids: np.ndarray, finals: bool) -> Dict[str, np.ndarray]:
         """Copies of the result columns' rows ``ids`` (the ``final_*`` columns only with

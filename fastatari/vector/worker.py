@@ -35,10 +35,8 @@ from fastatari.core.schema import GAME_FIELDS, GAME_KEY, INFO_FIELDS, STATE_FIEL
 from fastatari.core.snapshot import GameState, PendingReset, pack_frames, unpack_frames
 from fastatari.vector import messages
 from fastatari.vector._wait import (
-    GAME,
-    PLAIN,
-    TERMINATED,
     Deliverer,
+    RowRule,
     SpinRule,
     claim,
     generation,
@@ -83,14 +81,9 @@ class Worker:
                                for f in INFO_FIELDS]
         self._game_columns = [(f.name, buffers.game[f.name]) for f in GAME_FIELDS]
         b = buffers  # what a recv returns, written into its batch in place (async steps)
-        self._deliver = Deliverer(
-            b.control, b.ticket, b.batch_first, b.batches,
-            [("obs", b.obs, PLAIN), ("reward", b.reward, PLAIN),
-             ("terminated", b.terminated, TERMINATED), ("truncated", b.truncated, PLAIN),
-             *((f.name, b.info[f.name], PLAIN) for f in info_fields(options)),
-             ("game_done", b.game_done, PLAIN),
-             *(("game_" + f.name, b.game[f.name], GAME) for f in GAME_FIELDS)],
-            b.game_done, b.life_loss if self._life_loss_info else None)
+        rule = RowRule(b.result_columns(info_fields(options)), b.game_done,
+                       b.life_loss if self._life_loss_info else None)
+        self._deliver = Deliverer(b.control, b.ticket, b.batch_first, b.batches, rule)
         # Games are built at their first reset, with its seed: loading a ROM costs 0.1-0.3 s and
         # a seeded reset of an already built game would load it again.
         self.games: Dict[int, AtariGame] = {}

@@ -224,6 +224,25 @@ class TestErrors:
         with pytest.raises(IndexError, match="env -1 out of range for 2 tickets"):
             complete(control_words(), np.zeros(2, np.int64), -1, -1)
 
+    def test_a_row_rule_checks_its_columns_and_targets(self):
+        from fastatari.vector._wait import Deliverer, RowRule
+
+        done, reward = np.zeros(4, np.bool_), np.zeros(4, np.float32)
+        with pytest.raises(ValueError, match="kind must be one of"):
+            RowRule([("reward", reward, "sum")], done, None)
+        with pytest.raises(ValueError, match="C-contiguous with 4 rows"):
+            RowRule([("reward", np.zeros(8, np.float32)[::2], "plain")], done, None)
+        rule = RowRule([("reward", reward, "plain")], done, None)
+        assert rule.names == ("reward",)
+        slot = {"reward": np.zeros(3, np.float64), "env_id": np.zeros(3, np.int64),
+                "mark": np.zeros(3, np.int64)}  # rows of 8 bytes, not the column's 4
+        with pytest.raises(ValueError, match="reward must be C-contiguous with 3 rows of 4"):
+            Deliverer(control_words(), np.zeros(4, np.int64), np.full(1, -1, np.int64),
+                      [slot], rule)
+        with pytest.raises(ValueError, match="the 2 envs of tickets"):
+            Deliverer(control_words(), np.zeros(2, np.int64), np.full(0, -1, np.int64), [],
+                      rule)
+
     @pytest.mark.parametrize("seconds", [-1.0, math.nan])
     def test_bad_timeout(self, seconds):
         with pytest.raises(ValueError, match="timeout must be >= 0 or None"):
@@ -264,7 +283,7 @@ def test_a_deliverer_writes_each_ticket_into_the_row_of_the_batch_open_for_it():
     ticket (row ticket - first): the columns as they are, a finished game's statistics only
     where its game ended (zeros elsewhere), terminated or'ed with the life lost, its env_id,
     and last its mark; then the completion. A ticket no open slot holds writes nothing."""
-    from fastatari.vector._wait import GAME, PLAIN, TERMINATED, Deliverer
+    from fastatari.vector._wait import Deliverer, RowRule
     from fastatari.vector.buffers import Layout, SharedBuffers
 
     buf = SharedBuffers(Layout(4, (2, 3, 3), batch_slots=2, batch_size=2))
@@ -278,12 +297,11 @@ def test_a_deliverer_writes_each_ticket_into_the_row_of_the_batch_open_for_it():
         b.game["r"][:] = [7.0, 8.0, 9.0, 10.0]
         for slot in b.batches:
             slot["game_r"][:] = -1.0
-        deliver = Deliverer(
-            b.control, b.ticket, b.batch_first, b.batches,
-            [("obs", b.obs, PLAIN), ("reward", b.reward, PLAIN),
-             ("terminated", b.terminated, TERMINATED), ("game_done", b.game_done, PLAIN),
-             ("game_r", b.game["r"], GAME)],
-            b.game_done, b.life_loss)
+        rule = RowRule([("obs", b.obs, "plain"), ("reward", b.reward, "plain"),
+                        ("terminated", b.terminated, "terminated"),
+                        ("game_done", b.game_done, "plain"), ("game_r", b.game["r"], "game")],
+                       b.game_done, b.life_loss)
+        deliver = Deliverer(b.control, b.ticket, b.batch_first, b.batches, rule)
         b.batch_first[:] = [-1, 2]  # slot 1 holds the batch of tickets 2 and 3
         for i in (3, 2, 0, 1):  # tickets 0, 1, 2, 3
             deliver.complete(i, -1)
