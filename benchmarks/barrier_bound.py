@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from fastatari.bench.harness import bare_loop
+from fastatari.bench.harness import bare_loop, block_times
 from fastatari.core.game import AtariGame
 from fastatari.vector.assignment import assign_workers, make_assignment
 
@@ -50,20 +50,9 @@ def main() -> None:
         game.reset(i)
     blocks = assign_workers(assignment, args.blocks)
     rng = np.random.default_rng(0)
+    actions = rng.integers(games[0].num_actions, size=(args.steps, args.envs))
+    times, resets = block_times(games, blocks, actions)
     clock = time.perf_counter
-    times = np.zeros((args.steps, args.blocks))
-    resets = 0
-    for t in range(args.steps):
-        actions = rng.integers(games[0].num_actions, size=args.envs)
-        for b, block in enumerate(blocks):
-            start = clock()
-            for i in block:
-                game = games[i]  # a game without ALE's 18 (Skiing has 9): modulo its own
-                _, terminated, truncated, _ = game.step(int(actions[i]) % game.num_actions)
-                if terminated or truncated:  # next_step autoreset, timed with this step
-                    game.reset()
-                    resets += 1
-            times[t, b] = clock() - start
 
     bare_steps = max(200, args.steps * args.envs // len(assignment.names))  # per game
     per_step = {}

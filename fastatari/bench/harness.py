@@ -168,6 +168,30 @@ def bare_loop(game: str, seed: int, rounds: int, steps: int) -> Callable[[int], 
     return run
 
 
+def block_times(games: Sequence[Any], blocks: Sequence[np.ndarray],
+                actions: np.ndarray) -> tuple[np.ndarray, int]:
+    """One synchronous step per row of ``actions`` (one per env), each block of envs after the
+    other in this process, each env's game step as a worker runs it (``AtariGame.step``; a
+    reset after an ended episode timed with the step that ended it, as next-step autoreset
+    runs it before the env's next step): the seconds of each block per step (steps x
+    blocks), and the resets. A sync step over blocks in parallel lasts as long as its slowest
+    block."""
+    clock = time.perf_counter
+    times = np.zeros((len(actions), len(blocks)))
+    resets = 0
+    for t, row in enumerate(actions.tolist()):
+        for b, block in enumerate(blocks):
+            start = clock()
+            for i in block:
+                game = games[i]  # a game without ALE's 18 (Skiing has 9): modulo its own
+                _, terminated, truncated, _ = game.step(row[i] % game.num_actions)
+                if terminated or truncated:
+                    game.reset()
+                    resets += 1
+            times[t, b] = clock() - start
+    return times, resets
+
+
 def _serve(conn, make_loop: Callable[..., Callable[[int], Any]], args: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     run = make_loop(*args)

@@ -40,3 +40,39 @@ def test_descendants_and_proc_fields():
         child.wait()
     assert child.pid not in systems.descendants(os.getpid())
     assert systems.proc_kb(child.pid) == 0  # gone
+
+
+def test_the_sync_barrier_bound_counts_each_step_at_its_slowest_block():
+    """block_times plays each block of envs in turn, a reset timed with the step that ended
+    the episode; the bound's round is the sum over steps of the slowest block's time."""
+    import numpy as np
+
+    from fastatari.bench.harness import block_times
+    from fastatari.bench.sections.vector import BOUND, bound_contender
+
+    config = BenchConfig(game="pong", rounds=1, vector_steps=12)
+    bound = bound_contender(config, 3, 2)
+    try:
+        assert bound.name == BOUND and bound.units_per_round == 12  # 4 steps of 3 envs
+        seconds = bound.run(1)
+        assert bound.timed(seconds) == seconds > 0
+    finally:
+        bound.close()
+
+    class Game:  # a stand-in: step i costs nothing, its episode ends at every 2nd step
+        num_actions = 4
+
+        def __init__(self):
+            self.steps = self.resets = 0
+
+        def step(self, action):
+            self.steps += 1
+            return 0.0, self.steps % 2 == 0, False, {}
+
+        def reset(self):
+            self.resets += 1
+
+    games = [Game() for _ in range(3)]
+    times, resets = block_times(games, [np.array([0, 1]), np.array([2])], np.zeros((4, 3), int))
+    assert times.shape == (4, 2) and (times >= 0).all()
+    assert resets == 6 and [g.resets for g in games] == [2, 2, 2]

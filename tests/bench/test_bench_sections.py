@@ -47,6 +47,20 @@ def test_scaling_table_columns_only_for_systems_measured():
         "| 1 | 1,000 | 800 | — | 0.80 |", "| 8 | 2,000 | 1,500 | 1,234 | 0.75 |"]
 
 
+def test_scaling_table_sets_fastatari_against_the_sync_barrier_bound_where_measured():
+    report = vector.VectorReport(2, None, rates=[
+        vector_rate(vector.CEILING, 8, 2000.0, 1.0),
+        vector_rate(vector.BOUND, 8, 1800.0, 0.9),
+        vector_rate(vector.FASTATARI, 8, 1620.0, 0.81),
+        vector_rate(vector.CEILING, 16, 2000.0, 1.0),
+        vector_rate(vector.FASTATARI, 16, 1600.0, 0.8)])
+    assert vector.scaling_table(report).splitlines() == [
+        f"| num_envs | {vector.CEILING} | {vector.BOUND} | {vector.FASTATARI} | "
+        f"{vector.FASTATARI} ÷ ceiling | {vector.FASTATARI} ÷ bound |",
+        "|---|---|---|---|---|---|",
+        "| 8 | 2,000 | 1,800 | 1,620 | 0.81 | 0.90 |", "| 16 | 2,000 | — | 1,600 | 0.80 | — |"]
+
+
 def test_startup_summary_takes_medians_and_the_table_adds_children_to_the_main_growth():
     def run(startup: float, delta: float, children: float) -> dict:
         return {"system": "x", "num_envs": 16, "import_s": 0.5, "startup_s": startup,

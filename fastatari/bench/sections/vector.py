@@ -7,7 +7,9 @@ system and the ceiling (gymnasium's env only up to ``GYM_ASYNC_MAX_ENVS``: a pro
 The ceiling is measured, not multiplied: a bare ``ale.act`` loop per usable core, each in its
 own process, all run together (:func:`~fastatari.bench.harness.parallel_ceiling`); a round's
 rate is the sum of each loop's own rate (its steps over the time it took, timed in its
-process). Then start-up and memory at
+process). fastatari's groups add the sync barrier bound (:func:`bound_contender`): what a
+synchronous step over the workers' fixed blocks of envs could reach with a free transport.
+Then start-up and memory at
 ``STARTUP_ENVS`` envs, each system in a fresh interpreter (``fastatari/bench/systems.py``), so
 that import costs and memory compare. Every env and process is closed even when a round raises.
 """
@@ -29,6 +31,7 @@ from fastatari.bench.harness import (
     Section,
     Work,
     advance,
+    block_times,
     describe,
     draw_actions,
     markdown_table,
@@ -46,12 +49,16 @@ from fastatari.bench.systems import (
     open_vector,
     startup_in_fresh_interpreter,
 )
+from fastatari.core.game import AtariGame
+from fastatari.vector.assignment import assign_workers, make_assignment
 
 VECTOR_ENVS = 8
 GYM_ASYNC_MAX_ENVS = 16
 STARTUP_ENVS = 16
 
 CEILING = "raw ALE ceiling"  # one bare loop per core, in parallel processes
+# fastatari's game steps in the workers' fixed blocks, each step its slowest block's time
+BOUND = "sync barrier bound"
 # each system's name in the tables, in the scaling table's order
 NAMES = {"fastatari": "fastatari make_vec", "ale_py": "ale_py AtariVectorEnv",
          "envpool": "EnvPool", "gymnasium": "gymnasium AsyncVectorEnv"}
@@ -84,6 +91,36 @@ def sync_contender(name: str, opened: Opened, config: BenchConfig, note: str) ->
     return Contender(name, steps * opened.num_envs, run, note=note, close=opened.close)
 
 
+def bound_contender(config: BenchConfig, num_envs: int, workers: int) -> Contender:
+    """What a synchronous step over ``workers`` fixed blocks of envs (``make_vec``'s) could
+    reach with a free transport and trainer: fastatari's game steps, the blocks played one
+    after another in this process (:func:`~fastatari.bench.harness.block_times`), each step
+    counted at its slowest block's time. The emulation ceiling runs every core's loop on its
+    own; a sync step waits for its slowest block (a reset is ~4.5 ms of emulation in one
+    piece), which the envs' fixed places in the workers cannot spread."""
+    assignment, options = make_assignment(config.rom, num_envs,
+                                          {"repeat_action_probability": 0.0})
+    games = [AtariGame(rom, options, seed=config.seed + i)
+             for i, rom in enumerate(assignment.games)]
+    for i, game in enumerate(games):
+        game.reset(config.seed + i)
+    blocks = assign_workers(assignment, workers)
+    steps = max(1, config.vector_steps // num_envs)
+    rows = draw_actions(config.seed, games[0].num_actions, config.rounds, steps, num_envs)
+
+    def run(round_index: int) -> float:
+        times, _ = block_times(games, blocks, rows[round_index])
+        return float(times.max(axis=1).sum())
+
+    def close() -> None:
+        for game in games:
+            game.close()
+
+    return Contender(BOUND, steps * num_envs, run, close=close, timed=lambda seconds: seconds,
+                     note=f"fastatari's game steps in {workers} blocks, played in turn in one "
+                          "process; each step its slowest block's time")
+
+
 def group_systems(present: tuple[str, ...], num_envs: int) -> list[str]:
     return [s for s in present if s != "gymnasium" or num_envs <= GYM_ASYNC_MAX_ENVS]
 
@@ -97,6 +134,10 @@ def run_group(config: BenchConfig, present: tuple[str, ...], num_envs: int,
     describe(bar, f"vector envs, N={num_envs}")
     contenders = [ceiling]
     with contextlib.ExitStack() as closing:
+        if "fastatari" in present:
+            bound = bound_contender(config, num_envs, workers)
+            closing.callback(bound.close)
+            contenders.append(bound)
         for system in group_systems(present, num_envs):
             try:
                 opened = open_vector(system, config.rom, num_envs, workers, config.seed)
@@ -181,12 +222,15 @@ def write_plot(report: VectorReport, path: str, title: str) -> str | None:
         return "no results"
     figure, axes = plt.subplots(figsize=(7.5, 4.5), dpi=120)
     try:
-        for system in (*SYSTEMS, CEILING):
+        for system in (*SYSTEMS, CEILING, BOUND):
             points = sorted((r.num_envs, r.steps_per_s) for r in report.rates
                             if r.system == system)
             if system == CEILING:
                 axes.plot(*zip(*points, strict=True), color="black", linestyle="--",
                           marker="x", label=f"{CEILING} ({report.usable_cores} cores)")
+            elif system == BOUND and points:
+                axes.plot(*zip(*points, strict=True), color="gray", linestyle=":",
+                          marker="+", label=f"{BOUND} (fixed blocks, free transport)")
             elif points:
                 axes.plot(*zip(*points, strict=True), marker="o", label=system)
         sizes = sorted({r.num_envs for r in report.rates})
@@ -208,14 +252,18 @@ def write_plot(report: VectorReport, path: str, title: str) -> str | None:
 def scaling_table(report: VectorReport) -> str:
     sizes = sorted({r.num_envs for r in report.rates})
     by = {(r.system, r.num_envs): r for r in report.rates}
-    columns = [s for s in (CEILING, *SYSTEMS) if any((s, n) in by for n in sizes)]
+    columns = [s for s in (CEILING, BOUND, *SYSTEMS) if any((s, n) in by for n in sizes)]
+    bounded = BOUND in columns
     rows = []
     for n in sizes:
-        ours = by.get((FASTATARI, n))
+        ours, bound = by.get((FASTATARI, n)), by.get((BOUND, n))
         rows.append([str(n)] + [f"{by[(s, n)].steps_per_s:,.0f}" if (s, n) in by else "—"
                                 for s in columns]
-                    + [f"{ours.ratio_to_ceiling:.2f}" if ours else "—"])
-    return markdown_table(["num_envs", *columns, f"{FASTATARI} ÷ ceiling"], rows)
+                    + [f"{ours.ratio_to_ceiling:.2f}" if ours else "—"]
+                    + ([f"{ours.steps_per_s / bound.steps_per_s:.2f}" if ours and bound
+                        else "—"] if bounded else []))
+    return markdown_table(["num_envs", *columns, f"{FASTATARI} ÷ ceiling"]
+                          + ([f"{FASTATARI} ÷ bound"] if bounded else []), rows)
 
 
 def startup_table(report: VectorReport) -> str:
@@ -263,8 +311,8 @@ def markdown_vector(report: VectorReport, config: dict[str, Any]) -> str:
 def plan(config: BenchConfig) -> Work:
     envpool = envpool_version()
     present = tuple(s for s in VECTOR_SYSTEMS if s != "envpool" or envpool is not None)
-    contenders = sum(1 + len(group_systems(present, n))
-                     for n in set(config.vector_envs) | {VECTOR_ENVS})
+    contenders = sum(1 + ("fastatari" in present) + len(group_systems(present, n))
+                     for n in set(config.vector_envs) | {VECTOR_ENVS})  # ceiling, bound
     units = contenders * (config.rounds + 1) + len(present) * config.startup_repeats
     return Work(units, lambda bar: run_vector(config, present, envpool, bar))
 
