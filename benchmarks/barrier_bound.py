@@ -11,7 +11,9 @@ reports, without any transport or process cost:
 * the ceiling: the bare ``ale.act`` loop per block of envs (the harness's ceiling; with several
   games, each game's own loop, weighted by its share of envs, as the multigame section's).
 
-``ceiling / barrier`` bounds a sync step's ratio to the ceiling. ``--game`` takes one game, a
+``ceiling / barrier`` bounds a sync step's ratio to the ceiling (``fastatari bench``'s vector
+section measures the barrier with the same blocks, one game, as its "sync barrier bound" row,
+round by round beside the systems). ``--game`` takes one game, a
 comma-separated list (env ``i`` plays game ``i`` mod its length; the assignment then groups
 each worker's envs by game, as ``make_vec(balance=True)`` does) or ``atari57`` for the suite.
 A reset is ~4.5 ms of emulation in one piece while a normal step is ~0.25 ms per env, so the

@@ -297,7 +297,7 @@ class SharedBuffers:
         (:class:`~fastatari.vector._wait.RowRule`: ``"plain"``; ``"terminated"``, or'ed with
         a lost life where asked; ``"game"``, a finished game's statistics, zeros where none
         ended). ``fields``: the info fields of the envs' options; ``with_obs``: the
-        observations too (a ``recv`` batch's, not a step's: its come from an output slot)."""
+        observations too (a ``recv`` batch has them; a step's come from an output slot)."""
         columns = [("obs", self.obs, "plain")] if with_obs else []
         columns += [("reward", self.reward, "plain"), ("terminated", self.terminated, "terminated"),
                     ("truncated", self.truncated, "plain")]
