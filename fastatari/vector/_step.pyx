@@ -322,7 +322,7 @@ cdef class VectorStep:
         self.base = self.ahead = 0
         self.synced = False
 
-    def columns(self, bint with_obs):
+    cdef list columns(self, bint with_obs):
         """The result columns a step's rows (``with_obs``: a ``recv`` batch's) have
         (``SharedBuffers.result_columns``)."""
         return self.buffers.result_columns(self.info_fields, with_obs)
