@@ -113,9 +113,8 @@ cdef class _ResultSlot:
         self.rows = rows
         self.rule = step.batch_rule if with_obs else step.step_rule
         self.game_key, self.game_mask_key = step.game_key, step.game_mask_key
-        by_name = {name: shared[name] if shared is not None
-                   else np.empty((rows,) + column.shape[1:], column.dtype)
-                   for name, column, _ in step.columns(with_obs)}
+        by_name = self.rule.empty(rows) if shared is None \
+            else {name: shared[name] for name in self.rule.names}
         self.dst = <char **>malloc((self.rule.count + 1) * sizeof(char *))
         if self.dst == NULL:
             raise MemoryError()
@@ -125,9 +124,9 @@ cdef class _ResultSlot:
         self.truncated, self.done = by_name["truncated"], by_name["game_done"]
         masks = []
         self.info = {}
-        for name, _ in step.fields:
+        for field in step.info_fields:
             mask = np.empty(rows, np.bool_)
-            self.info[name], self.info["_" + name] = by_name[name], mask
+            self.info[field.name], self.info["_" + field.name] = by_name[field.name], mask
             masks.append(mask)
         self.game_index = self.index_mask = None
         self.index_column = step.game_index
@@ -230,9 +229,8 @@ cdef class VectorStep:
     cdef uint8_t[::1] ops_v
     cdef int64_t[::1] every, sent_actions
     cdef object ops, all_ids, buffers
-    cdef object obs, reward, terminated, truncated, life_loss, game_key, game_done_array
-    cdef object game_index, info_fields
-    cdef tuple fields, game_fields, outputs, step_slots, batch_slots
+    cdef object obs, game_key, game_index, info_fields
+    cdef tuple game_fields, outputs, step_slots, batch_slots
     cdef RowRule step_rule, batch_rule  # the rule of a step's rows, a recv batch's (with obs)
     cdef object executor
     cdef Transport transport
@@ -273,16 +271,12 @@ cdef class VectorStep:
         self.all_ids = np.arange(self.n, dtype=np.int64)
         self.every = self.all_ids
         self.sent_actions = np.zeros(self.n, np.int64)
-        self.game_done_array = buffers.game_done
         self.game_done = buffers.game_done.view(np.uint8)
         self.has_final = buffers.has_final.view(np.uint8)
-        self.obs, self.reward = buffers.obs, buffers.reward
-        self.terminated, self.truncated = buffers.terminated, buffers.truncated
+        self.obs = buffers.obs
         self.terminated_v = buffers.terminated.view(np.uint8)
         self.truncated_v = buffers.truncated.view(np.uint8)
-        self.life_loss = buffers.life_loss
         self.info_fields = tuple(fields)
-        self.fields = tuple((f.name, buffers.info[f.name]) for f in fields)
         self.game_key, self.game_mask_key = game_key, "_" + game_key
         self.game_fields = tuple(game_fields)
         self.game_index = game_index
@@ -301,9 +295,11 @@ cdef class VectorStep:
         self.idle_refs = _Py_REFCNT(PyTuple_GET_ITEM(outputs, 0)) if self.outputs else 0
         if game_index is not None and not game_index.flags.c_contiguous:
             raise ValueError("game_index must be C-contiguous")  # copied row by row
-        life_loss = self.life_loss if life_loss_info else None  # (the rules check theirs)
-        self.step_rule = RowRule(self.columns(False), self.game_done_array, life_loss)
-        self.batch_rule = RowRule(self.columns(True), self.game_done_array, life_loss)
+        life_loss = buffers.life_loss if life_loss_info else None  # (the rules check theirs)
+        self.step_rule = RowRule(buffers.result_columns(self.info_fields, False),
+                                 buffers.game_done, life_loss)
+        self.batch_rule = RowRule(buffers.result_columns(self.info_fields, True),
+                                  buffers.game_done, life_loss)
         self.step_slots = tuple(_ResultSlot(self, self.n, False) for _ in range(RESULT_SLOTS))
         self.batch_slots = tuple(_ResultSlot(self, batch_size, True)
                                  for _ in range(RESULT_SLOTS if batch_size else 0))
@@ -321,11 +317,6 @@ cdef class VectorStep:
         self.source = new_source()
         self.base = self.ahead = 0
         self.synced = False
-
-    cdef list columns(self, bint with_obs):
-        """The result columns a step's rows (``with_obs``: a ``recv`` batch's) have
-        (``SharedBuffers.result_columns``)."""
-        return self.buffers.result_columns(self.info_fields, with_obs)
 
     @property
     def closed(self):

@@ -21,6 +21,7 @@ cdef class RowRule:
     cdef const uint8_t *game_done
     cdef const uint8_t *life_loss
     cdef readonly tuple names
+    cdef list columns  # (name, column, kind)
     cdef object arrays
 
     cdef int targets(self, arrays, Py_ssize_t rows, char **out) except -1

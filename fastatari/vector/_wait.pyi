@@ -1,4 +1,4 @@
-from typing import Any, Mapping, Sequence, Tuple
+from typing import Any, Dict, Mapping, Sequence, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ class RowRule:
     def __init__(self, columns: Sequence[Tuple[str, npt.NDArray[Any], str]],
                  game_done: npt.NDArray[np.bool_],
                  life_loss: npt.NDArray[np.bool_] | None) -> None: ...
+    def empty(self, rows: int) -> Dict[str, npt.NDArray[Any]]: ...
 
 class Deliverer:
     def __init__(self, control: npt.NDArray[np.uint8], tickets: npt.NDArray[np.int64],

@@ -203,11 +203,11 @@ cdef class RowRule:
 
     def __init__(self, columns, game_done, life_loss):
         cdef Py_ssize_t k
-        columns = list(columns)
-        self.count = len(columns)
+        self.columns = list(columns)
+        self.count = len(self.columns)
         self.n = len(game_done)
-        self.names = tuple(name for name, _, _ in columns)
-        self.arrays = (columns, game_done, life_loss)
+        self.names = tuple(name for name, _, _ in self.columns)
+        self.arrays = (game_done, life_loss)
         self.game_done = <const uint8_t *>_address(game_done)
         self.life_loss = NULL if life_loss is None else <const uint8_t *>_address(life_loss)
         self.src = <char **>calloc(self.count + 1, sizeof(char *))
@@ -215,7 +215,7 @@ cdef class RowRule:
         self.kind = <uint8_t *>calloc(self.count + 1, 1)
         if not (self.src and self.size and self.kind):
             raise MemoryError()
-        for k, (name, column, kind) in enumerate(columns):
+        for k, (name, column, kind) in enumerate(self.columns):
             if column.shape[0] != self.n or not column.flags.c_contiguous:
                 raise ValueError(f"column {name} must be C-contiguous with {self.n} rows")
             if kind not in _KINDS:
@@ -228,6 +228,11 @@ cdef class RowRule:
         free(self.src)
         free(self.size)
         free(self.kind)
+
+    def empty(self, Py_ssize_t rows):
+        """Fresh arrays of ``rows`` rows for each column, by name (a batch of results)."""
+        return {name: np.empty((rows,) + column.shape[1:], column.dtype)
+                for name, column, _ in self.columns}
 
     cdef int targets(self, arrays, Py_ssize_t rows, char **out) except -1:
         """Each column's array of ``rows`` rows in ``arrays`` (by name) into ``out``, checked:

@@ -288,7 +288,8 @@ void fa_store64(int64_t *p, int64_t v) { store64(p, v); }
 
 void fa_complete(fa_control *c, int64_t *ticket, int evfd)
 {
-    fa_complete_as(c, ticket, fa_take_ticket(c, ticket), evfd);
+    /* nothing written between take and completion: no ticket to hold */
+    fa_complete_as(c, ticket, add64(&c->issued, 1), evfd);
 }
 
 void fa_complete_as(fa_control *c, int64_t *ticket, int64_t taken, int evfd)
